@@ -15,12 +15,13 @@ are the *label prior* that later stages measure validation's shift against; they
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from autocomp.errors import UsageError
@@ -56,8 +57,10 @@ def scene_key(family: Family, objects: Sequence[str], labels: Sequence[str]) -> 
 
 
 def normalized_triple(family: Family, subject: str, meaning: str, obj: str) -> tuple[str, str, str]:
-    """One relation fact in canonical direction."""
+    """One relation fact in canonical direction (symmetric relations: subjects sorted)."""
     inverse = family.inverse_meaning(meaning)
+    if inverse == meaning:
+        return (min(subject, obj), meaning, max(subject, obj))
     if inverse < meaning:
         return (obj, inverse, subject)
     return (subject, meaning, obj)
@@ -78,18 +81,22 @@ def derive_seed(seed: int, family: str, n: int) -> int:
 # ----------------------------------------------------------------------------- counting
 
 
-def _independent_subsets(vocab: Vocabulary, k: int) -> int:
-    """Number of k-subsets of the vocabulary with no forbidden pair (exact).
+def _independent_subsets(vocab: Vocabulary, k: int, among: Sequence[str] | None = None) -> int:
+    """Number of k-subsets of the vocabulary (or of `among`) with no forbidden pair (exact).
 
     Entries in no forbidden pair contribute C(free, j); the rest split into connected components
     of the conflict graph, each small, whose independent subsets are enumerated by size.
     """
-    names = vocab.names
+    if k < 0:
+        return 0
+    names = tuple(among) if among is not None else vocab.names
+    allowed = set(names)
     adjacency: dict[str, set[str]] = {name: set() for name in names}
     for pair in vocab.forbidden:
         a, b = tuple(pair)
-        adjacency[a].add(b)
-        adjacency[b].add(a)
+        if a in allowed and b in allowed:
+            adjacency[a].add(b)
+            adjacency[b].add(a)
     free = sum(1 for name in names if not adjacency[name])
     poly = [math.comb(free, j) for j in range(k + 1)]
     seen: set[str] = set()
@@ -118,12 +125,31 @@ def _relation_meaning_sequences(family: Family, length: int) -> int:
     return math.perm(len(meanings), length)
 
 
+def _count_attribute_concepts(family: Family, n: int) -> int:
+    """Sum over the objects that conflict with some label (few): for each compatible choice S
+    of them, (ways to complete S with other objects) x (label sets allowed next to S) x N!."""
+    objects, labels = family.objects, family.labels
+    conflicted = sorted({o for o, _ in family.cross_forbidden}, key=objects.names.index)
+    others = [o for o in objects.names if o not in set(conflicted)]
+    total = 0
+    for size in range(min(n, len(conflicted)) + 1):
+        for chosen in itertools.combinations(conflicted, size):
+            if not all(objects.compatible(a, b) for a, b in itertools.combinations(chosen, 2)):
+                continue
+            rest = [o for o in others if all(objects.compatible(o, c) for c in chosen)]
+            allowed_labels = [lab for lab in labels.names if family.label_allowed(lab, chosen)]
+            total += _independent_subsets(objects, n - size, rest) * _independent_subsets(
+                labels, n, allowed_labels
+            )
+    return total * math.factorial(n)
+
+
 def count_concepts(family: Family, n: int) -> int:
     """The exact number of distinct concepts (scenes) of this family at this N."""
     check_n(family, n)
-    object_sets = _independent_subsets(family.objects, n)
     if not family.is_relation:
-        return object_sets * _independent_subsets(family.labels, n) * math.factorial(n)
+        return _count_attribute_concepts(family, n)
+    object_sets = _independent_subsets(family.objects, n)
     # Ordered objects x ordered relation meanings; each scene has exactly two such descriptions
     # (read from either end of the chain, with every relation inverted).
     return object_sets * math.factorial(n) * _relation_meaning_sequences(family, n - 1) // 2
@@ -151,9 +177,8 @@ class _BalancedPool:
         self.level = 0
         self.pool: list[int] = list(range(size))
 
-    def pick(self, allowed: object) -> int | None:
+    def pick(self, allowed: Callable[[int], bool]) -> int | None:
         """A random allowed value of the lowest available count (not yet committed)."""
-        assert callable(allowed)
         if not self.pool:
             self.level += 1
             self.pool = [v for v in range(self.size) if self.counts[v] == self.level]
@@ -177,20 +202,32 @@ class _BalancedPool:
 
 
 def _draw_distinct(
-    pool: _BalancedPool, vocab: Vocabulary, k: int, same: object
+    pool: _BalancedPool,
+    vocab: Vocabulary,
+    k: int,
+    same: Callable[[int, int], bool],
+    fits: Callable[[str], bool] | None = None,
 ) -> list[int] | None:
-    """k values, pairwise compatible; `same(a, b)` says two values count as one (synonyms)."""
-    assert callable(same)
+    """k values, pairwise compatible; `same(a, b)` says two values count as one (synonyms);
+    `fits(name)` is an extra condition on each value."""
     names = vocab.names
     chosen: list[int] = []
+
+    def allowed(v: int) -> bool:
+        if fits is not None and not fits(names[v]):
+            return False
+        return all(vocab.compatible(names[v], names[c]) and not same(v, c) for c in chosen)
+
     for _ in range(k):
-        value = pool.pick(
-            lambda v: all(vocab.compatible(names[v], names[c]) and not same(v, c) for c in chosen)
-        )
+        value = pool.pick(allowed)
         if value is None:
             return None
         chosen.append(value)
     return chosen
+
+
+def _label_fits(family: Family, objects: Sequence[str], label: str) -> bool:
+    return family.label_allowed(label, objects)
 
 
 def sample_concepts(family: Family, n: int, count: int, seed: int) -> list[Concept]:
@@ -229,7 +266,11 @@ def sample_concepts(family: Family, n: int, count: int, seed: int) -> list[Conce
             concepts.extend(_complete_by_enumeration(family, n, count - len(concepts), seen, rng))
             break
         obj_idx = _draw_distinct(object_pool, objects, n, lambda a, b: a == b)
-        lab_idx = _draw_distinct(label_pool, labels, k_labels, same)
+        lab_idx = None
+        if obj_idx is not None:
+            chosen = [objects.names[i] for i in obj_idx]
+            fits = functools.partial(_label_fits, family, chosen)
+            lab_idx = _draw_distinct(label_pool, labels, k_labels, same, fits)
         if obj_idx is None or lab_idx is None:
             duplicates += 1
             continue
@@ -286,6 +327,8 @@ def enumerate_concepts(family: Family, n: int) -> Iterator[Concept]:
         ]
         for objs in object_sets:
             for labs in label_sets:
+                if not all(family.label_allowed(lab, objs) for lab in labs):
+                    continue
                 for perm in itertools.permutations(labs):
                     yield Concept(family.name, n, objs, perm)
         return

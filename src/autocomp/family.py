@@ -117,6 +117,9 @@ class Family:
     path: str
     config: dict[str, Any] = field(repr=False, compare=False)
     sha256: str = ""
+    # (object, label) pairs that never share a concept: one's words hold the other's
+    # ("wine glass" / "glass"), so a caption holding both could not be parsed unambiguously.
+    cross_forbidden: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def is_relation(self) -> bool:
@@ -133,6 +136,10 @@ class Family:
                 assert entry.inverse is not None
                 return entry.inverse
         raise KeyError(meaning)
+
+    def label_allowed(self, label: str, objects: Iterable[str]) -> bool:
+        """Whether a label may join a concept holding these objects."""
+        return not any((o, label) in self.cross_forbidden for o in objects)
 
     def summary(self) -> dict[str, Any]:
         """A small dict for listings and metadata."""
@@ -278,7 +285,7 @@ def _build_family(raw: object, path: Path) -> Family:
     labels = _vocabulary(check, label_role, raw[label_role])
     if kind == "relation":
         _check_relations(check, labels)
-    _check_cross_containment(check, objects, labels)
+    cross = _cross_containment(check, kind, objects, labels)
     n_min, n_max = _n_range(check, raw["n"], kind, objects, labels)
 
     caption = check.keys("caption", raw["caption"], *_CAPTION_KEYS[kind])
@@ -306,6 +313,7 @@ def _build_family(raw: object, path: Path) -> Family:
     config = dict(raw)
     config["objects"] = _vocabulary_config(objects)
     config[label_role] = _vocabulary_config(labels)
+    config["never_together_across"] = sorted(list(p) for p in cross)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
     return Family(
         name=name,
@@ -323,6 +331,7 @@ def _build_family(raw: object, path: Path) -> Family:
         path=str(path),
         config=config,
         sha256=digest,
+        cross_forbidden=cross,
     )
 
 
@@ -418,17 +427,27 @@ def _containment_pairs(entries: list[Entry]) -> set[frozenset[str]]:
     return pairs
 
 
-def _check_cross_containment(check: _Checker, objects: Vocabulary, labels: Vocabulary) -> None:
+def _cross_containment(
+    check: _Checker, kind: str, objects: Vocabulary, labels: Vocabulary
+) -> frozenset[tuple[str, str]]:
+    """(object, label) pairs of which one's words hold the other's ("wine glass" / "glass").
+
+    Attribute families keep such pairs out of a concept. Relation phrases inside object names
+    are not supported (they would make the concept count depend on the objects): an error.
+    """
+    pairs = set()
     for o in objects.entries:
         for lab in labels.entries:
             wo, wl = _words(o.name), _words(lab.name)
             if _contains(wo, wl) or _contains(wl, wo):
-                raise check.fail(
-                    "vocabularies",
-                    f"{o.name} / {lab.name}",
-                    "an object and a label share words, so captions could not be parsed; "
-                    "rename or remove one",
-                )
+                if kind == "relation":
+                    raise check.fail(
+                        "vocabularies",
+                        f"{o.name} / {lab.name}",
+                        "an object and a relation share words; rename or remove one",
+                    )
+                pairs.add((o.name, lab.name))
+    return frozenset(pairs)
 
 
 def _check_relations(check: _Checker, relations: Vocabulary) -> None:

@@ -94,8 +94,9 @@ def benchmark_batch(batch: pa.RecordBatch, caption_column: str, protocol: str) -
     """Candidate sets for every row of one batch (runs in a worker process)."""
     rows = batch.to_pydict()
     out: dict[str, list] = {name: [] for name, _ in BENCHMARK_FIELDS}
+    families = {name: load_family(name) for name in set(rows["family"])}
     for i in range(batch.num_rows):
-        family = load_family(rows["family"][i])
+        family = families[rows["family"][i]]
         objects, labels, text = rows["objects"][i], rows["attributes"][i], rows[caption_column][i]
         try:
             sets = build_candidates(family, objects, labels, text, protocol)
