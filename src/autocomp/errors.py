@@ -12,6 +12,10 @@ class UsageError(Exception):
         self.fix = fix
         super().__init__(f"{what}: {value!r}: {fix}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
+        # Raised in worker processes too: must survive pickling back to the parent.
+        return (type(self), (self.what, self.value, self.fix))
+
 
 class ProtocolError(Exception):
     """An internal invariant of the protocol broke (a bug, never bad input)."""

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,9 @@ def _caption_column(schema: pa.Schema) -> str:
     raise KeyError
 
 
-def benchmark_batch(batch: pa.RecordBatch, caption_column: str, protocol: str) -> pa.RecordBatch:
+def benchmark_batch(
+    batch: pa.RecordBatch, caption_column: str, protocol: str, first_row: int = 0
+) -> pa.RecordBatch:
     """Candidate sets for every row of one batch (runs in a worker process)."""
     rows = batch.to_pydict()
     out: dict[str, list] = {name: [] for name, _ in BENCHMARK_FIELDS}
@@ -101,9 +104,10 @@ def benchmark_batch(batch: pa.RecordBatch, caption_column: str, protocol: str) -
         try:
             sets = build_candidates(family, objects, labels, text, protocol)
         except BindingError as exc:
-            row = rows.get("concept_id", [None] * batch.num_rows)[i] or f"row {i}"
+            concept = rows["concept_id"][i] if "concept_id" in rows else None
+            where = f"row {first_row + i}" + (f" ({concept})" if concept else "")
             raise UsageError(
-                f"--input row {row}", text, f"the caption does not state its concept: {exc}"
+                f"--input {where}", text, f"the caption does not state its concept: {exc}"
             ) from exc
         out["caption"].append(sets.caption)
         out["caption_rewritten"].append(sets.caption != text)
@@ -126,7 +130,7 @@ def benchmark_batch(batch: pa.RecordBatch, caption_column: str, protocol: str) -
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def _benchmark_job(args: tuple[pa.RecordBatch, str, str]) -> pa.RecordBatch:
+def _benchmark_job(args: tuple[pa.RecordBatch, str, str, int]) -> pa.RecordBatch:
     return benchmark_batch(*args)
 
 
@@ -134,19 +138,24 @@ def _ordered_parallel(
     fn: Callable[[Any], Any], jobs: Iterator[Any], workers: int, window: int
 ) -> Iterator[Any]:
     """Map in worker processes, yielding results in input order, with at most `window` jobs in
-    flight (the input is read lazily, so memory stays bounded)."""
+    flight (the input is read lazily, so memory stays bounded). A worker's exception is raised
+    here; a worker that dies raises BrokenProcessPool instead of hanging."""
     if workers <= 1:
         yield from map(fn, jobs)
         return
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(workers) as pool:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
         pending: deque = deque()
-        for job in jobs:
-            pending.append(pool.apply_async(fn, (job,)))
-            if len(pending) >= window:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+        try:
+            for job in jobs:
+                pending.append(pool.submit(fn, job))
+                if len(pending) >= window:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def negatives_stage(
@@ -196,8 +205,8 @@ def negatives_stage(
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     text_column = "source_caption" if caption_column == "caption" else caption_column
     batches = (
-        (batch.rename_columns(schema.names), text_column, protocol)
-        for batch in source.iter_batches(batch_size=batch_size)
+        (batch.rename_columns(schema.names), text_column, protocol, i * batch_size)
+        for i, batch in enumerate(source.iter_batches(batch_size=batch_size))
     )
     summary = {"rows": 0, "swap": 0, "confusion": 0, "vary": 0}
     with StreamWriter(out, out_schema, document) as writer:

@@ -88,7 +88,8 @@ def test_negatives_from_a_curated_table_keeps_the_source_caption(tmp_path, color
     assert len(row["confusion_negatives"]) == 14 and row["protocol"] == "strict"
 
 
-def test_failing_caption_leaves_no_partial_output(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_failing_caption_leaves_no_partial_output(tmp_path, workers):
     rows = {
         "family": ["color"] * 600,
         "n": [2] * 600,
@@ -98,8 +99,9 @@ def test_failing_caption_leaves_no_partial_output(tmp_path):
     }
     pq.write_table(pa.table(rows), tmp_path / "cur.parquet")
     out = tmp_path / "b.parquet"
-    with pytest.raises(UsageError, match="does not state its concept"):
-        negatives_stage(tmp_path / "cur.parquet", out, workers=1, batch_size=100)
+    # raised in a worker process, the error reaches the parent (no hang) and names the row
+    with pytest.raises(UsageError, match="row 599: .*does not state its concept"):
+        negatives_stage(tmp_path / "cur.parquet", out, workers=workers, batch_size=100)
     assert list(tmp_path.iterdir()) == [tmp_path / "cur.parquet"]
 
 
