@@ -55,7 +55,9 @@ def contextual_text(family, objects, labels, i: int) -> str:
 
 
 def build_input(path: Path, scale: float) -> int:
-    columns: dict[str, list] = {k: [] for k in ("family", "n", "objects", "attributes", "condition", "caption")}
+    columns: dict[str, list] = {
+        k: [] for k in ("family", "n", "objects", "attributes", "condition", "caption")
+    }
     for (name, n), (k_min, k_ctx) in TABLE_2.items():
         family = load_family(name)
         k_min, k_ctx = round(k_min * scale), round(k_ctx * scale)
@@ -136,7 +138,9 @@ def main() -> None:
     source, target = work / "positives.parquet", work / "benchmark.parquet"
     t0 = time.perf_counter()
     rows = build_input(source, args.scale)
-    print(f"input: {rows:,} positives (Table 2 mix x {args.scale}) built in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"input: {rows:,} positives (Table 2 mix x {args.scale}) built in {time.perf_counter() - t0:.1f} s"
+    )
 
     t0 = time.perf_counter()
     summary = negatives_stage(source, target, "paper", workers=args.workers)
@@ -149,7 +153,9 @@ def main() -> None:
         f"{summary['swap']:,} swap = {candidates:,} candidate captions in {wall:.1f} s "
         f"({candidates / wall:,.0f} captions/s, {args.workers} workers)"
     )
-    print(f"peak RSS: parent {own:,.0f} MB, largest worker {children:,.0f} MB; output {size:,.0f} MB (zstd)")
+    print(
+        f"peak RSS: parent {own:,.0f} MB, largest worker {children:,.0f} MB; output {size:,.0f} MB (zstd)"
+    )
 
     # Baselines on a sample of the same rows (both conditions, every family and N).
     table = pq.read_table(source).to_pylist()
@@ -168,7 +174,9 @@ def main() -> None:
         return release_style(r["caption"], r["objects"], r["attributes"], f.is_relation)
 
     def per_candidate(r):
-        return fill_per_candidate(families[r["family"]], r["objects"], r["attributes"], r["caption"])
+        return fill_per_candidate(
+            families[r["family"]], r["objects"], r["attributes"], r["caption"]
+        )
 
     t_exact, n_exact, u_exact = time_per_candidate(sample, exact)
     t_naive, n_naive, u_naive = time_per_candidate(sample, naive)
