@@ -13,10 +13,10 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,eval]'
 	touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install autocomp with its dev tools
+install: $(STAMP) ## create .venv and install autocomp with its dev tools and model stack
 
 demo: $(STAMP) ## the main job on the local default: every family, captions, candidate sets, summary
 	$(BIN)/autocomp demo --out runs/demo

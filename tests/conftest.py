@@ -10,6 +10,15 @@ from autocomp.family import FAMILY_PATH_ENV, load_family
 FIXTURE_FAMILIES = Path(__file__).parent / "fixtures" / "families"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def offline_tiny_cache(tmp_path_factory):
+    """Tests never reach the hub, and build tiny weights afresh in a session folder."""
+    import os
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["AUTOCOMP_CACHE"] = str(tmp_path_factory.mktemp("autocomp-cache"))
+
+
 @pytest.fixture
 def color():
     return load_family("color")

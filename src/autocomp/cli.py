@@ -62,6 +62,58 @@ def _negatives(args: argparse.Namespace) -> None:
     )
 
 
+def _models(args: argparse.Namespace) -> None:
+    from autocomp.registry import all_models
+
+    rows = [
+        [
+            m.name,
+            m.backend,
+            m.score,
+            m.weights if m.backend != "open_clip" else f"{m.architecture} / {m.weights}",
+            str(m.gpus),
+            f"{m.gpu_memory_gb:g}",
+            "yes" if m.trust_remote_code else "no",
+        ]
+        for m in all_models().values()
+    ]
+    headers = ["model", "backend", "score", "weights", "GPUs", "GPU GB", "remote code"]
+    print(format_table(headers, rows))
+
+
+def _score(args: argparse.Namespace) -> None:
+    from autocomp.evaluation import score_stage
+    from autocomp.progress import row_progress
+    from autocomp.registry import get_model
+    from autocomp.scoring import load_scorer
+    from autocomp.tables import open_parquet
+
+    entry = get_model(args.model)
+    total = open_parquet(args.benchmark).metadata.num_rows
+    with row_progress(f"score {entry.name}", total) as advance:
+        summary = score_stage(
+            entry,
+            args.benchmark,
+            args.out,
+            lambda: load_scorer(entry.name, device=args.device),
+            images_root=args.images,
+            blind=args.blind,
+            progress=advance,
+        )
+    rows = [
+        [
+            r["family"], str(r["n"]), r["condition"], r["set"], r["protocol"], str(r["items"]),
+            f"{100 * r['accuracy']:.1f}", f"{100 * r['chance']:.2f}",
+            str(r["failed"]), str(r["ties"]),
+        ]
+        for r in summary.to_pylist()
+    ]  # fmt: skip
+    headers = ["family", "N", "condition", "set", "protocol", "items", "acc %", "chance %",
+               "failed", "ties"]  # fmt: skip
+    print(format_table(headers, rows))
+    print(f"scores, predictions and summary in {args.out}")
+
+
 def _demo(args: argparse.Namespace) -> None:
     from autocomp.demo import run_demo
 
@@ -109,6 +161,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
     p.add_argument("--batch-size", type=int, default=256, help="rows per batch (default 256)")
     p.set_defaults(run=_negatives)
+
+    p = verbs.add_parser("models", help="list the registered models with backend and resources")
+    p.set_defaults(run=_models)
+
+    p = verbs.add_parser("score", help="score one model on one benchmark table")
+    p.add_argument("--model", required=True, help="registered model name (see `autocomp models`)")
+    p.add_argument("--benchmark", required=True, help="benchmark table (autocomp negatives)")
+    p.add_argument("--out", required=True, help="output folder (resumable)")
+    p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
+    p.add_argument("--blind", action="store_true", help="score captions without the image")
+    p.set_defaults(run=_score)
 
     p = verbs.add_parser("demo", help="sample every family, build candidate sets, print a summary")
     p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")

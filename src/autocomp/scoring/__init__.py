@@ -1,0 +1,38 @@
+"""Scorers: one batched interface over model backends (see autocomp.registry.BACKENDS).
+
+A scorer takes a list of requests (an image key, or None for a blind request, and a caption) and
+the images they name, and returns one score per request, in order. Higher means the model finds
+the caption more likely for the image. Backends import their heavy libraries themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Score `text` for the image stored under `image_key` (None: without an image)."""
+
+    image_key: str | None
+    text: str
+
+
+class Scorer(Protocol):
+    """What every backend implements."""
+
+    calls: dict[str, int]
+
+    def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
+        """One score per request, in order."""
+        ...
+
+
+def load_scorer(name: str, device: str | None = None, **options: Any) -> Scorer:
+    """The scorer of a registered model (weights loaded through the backend's own loader)."""
+    from autocomp.registry import backend_class, get_model
+
+    entry = get_model(name)
+    return backend_class(entry)(entry, device=device, **options)
