@@ -1,0 +1,209 @@
+"""Generative MLLM scoring with transformers: a caption's summed token log-likelihood.
+
+For each image, the chat prompt (the image and an instruction in the user turn, then the
+assistant turn opening) is the *prefix*; each candidate caption is the continuation. The score is
+the sum of log p(token) over the caption's tokens (tokenised on their own, no special tokens).
+
+Shared prefix (the default): the prefix runs once per image; its KV cache is copied and repeated
+for a chunk of candidates, which then run only their own tokens; the first caption token is
+scored from the prefix's last logits. Chunks start at `chunk_size` candidates and halve on
+out-of-memory until they fit. `naive=True` runs one full forward per candidate: the reference the
+shared path is tested against. Blind requests (image None) use the same prompt without the image
+(paper A.8).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autocomp.errors import UsageError
+from autocomp.registry import ModelEntry
+from autocomp.scoring import ScoreRequest
+
+DEFAULT_PROMPT = "Describe this image in one sentence."
+BLIND_PROMPT = "Write one sentence describing a picture."
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return "out of memory" in str(exc).lower()
+
+
+class VlmScorer:
+    """Scores captions by their log-likelihood under a vision-language model."""
+
+    def __init__(
+        self,
+        entry: ModelEntry,
+        device: str | None = None,
+        chunk_size: int = 128,
+        naive: bool = False,
+        **_: Any,
+    ) -> None:
+        import torch
+        import transformers
+
+        self.entry = entry
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device == "cpu":
+            # transformers' own switch: on CPU, SDPA handles grouped-query attention with a mask
+            # itself, instead of materialising the repeated prefix K/V for every candidate
+            # (measured: 13.6x -> 21.7x over the naive path). CUDA keeps transformers' default,
+            # where masked GQA would fall back to the slow math kernel.
+            os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
+        self.chunk_size = chunk_size
+        self.naive = naive
+        self.prompt = entry.prompt or DEFAULT_PROMPT
+        source = str(self._weights())
+        dtype = getattr(torch, entry.dtype) if self.device != "cpu" else torch.float32
+        try:
+            model_class = getattr(transformers, entry.model_class or "")
+            self.processor = transformers.AutoProcessor.from_pretrained(
+                source, trust_remote_code=entry.trust_remote_code
+            )
+            self.model = model_class.from_pretrained(
+                source, dtype=dtype, trust_remote_code=entry.trust_remote_code
+            ).to(self.device)
+        except (OSError, ValueError, AttributeError) as exc:
+            raise UsageError(
+                f"weights of {entry.name}",
+                source,
+                f"could not be loaded ({type(exc).__name__}: {str(exc)[:200]}); on an offline "
+                "machine, download them into the Hugging Face cache first (HF_HOME)",
+            ) from exc
+        self.model.eval()
+        self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "chunks": 0}
+
+    def _weights(self) -> Any:
+        if self.entry.is_tiny:
+            from autocomp.scoring.tiny import ensure_vlm
+
+            return ensure_vlm(self.entry)
+        return self.entry.weights
+
+    # ------------------------------------------------------------------ inputs
+
+    def _prefix_inputs(self, image: Any) -> dict[str, Any]:
+        content: list[dict[str, str]] = []
+        if image is not None:
+            content.append({"type": "image"})
+        content.append({"type": "text", "text": self.prompt if image is not None else BLIND_PROMPT})
+        messages = [{"role": "user", "content": content}]
+        text = self.processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
+        if image is not None:
+            kwargs["images"] = [image]
+        inputs = self.processor(**kwargs)
+        return {k: v.to(self.device) for k, v in inputs.items()}
+
+    def _forget_rope_deltas(self) -> None:
+        # Qwen-VL models keep the multimodal RoPE offsets of the last prefill on the module; a
+        # new prefix (another image, or none) must compute its own.
+        inner = getattr(self.model, "model", None)
+        if inner is not None and hasattr(inner, "rope_deltas"):
+            inner.rope_deltas = None
+
+    def _caption_ids(self, texts: list[str]) -> list[list[int]]:
+        ids = self.processor.tokenizer(texts, add_special_tokens=False).input_ids
+        for text, caption in zip(texts, ids):
+            if not caption:
+                raise ValueError(f"caption {text!r} has no tokens")
+        return ids
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
+        """Summed caption log-likelihood per request; one prefix pass per distinct image."""
+        import torch
+
+        groups: dict[str | None, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(r.image_key, []).append(i)
+        scores = [0.0] * len(requests)
+        with torch.inference_mode():
+            for key, positions in groups.items():
+                image = None if key is None else images[key]
+                prefix = self._prefix_inputs(image)
+                texts = [requests[i].text for i in positions]
+                ids = self._caption_ids(texts)
+                values = self._naive(prefix, ids) if self.naive else self._shared(prefix, ids)
+                for i, v in zip(positions, values):
+                    scores[i] = v
+        return scores
+
+    def _naive(self, prefix: dict[str, Any], ids: list[list[int]]) -> list[float]:
+        import torch
+
+        out = []
+        length = prefix["input_ids"].shape[1]
+        for caption in ids:
+            cand = torch.tensor([caption], device=self.device)
+            full = dict(prefix)
+            full["input_ids"] = torch.cat([prefix["input_ids"], cand], 1)
+            full["attention_mask"] = torch.cat([prefix["attention_mask"], torch.ones_like(cand)], 1)
+            for key in prefix:
+                if key.endswith("token_type_ids"):
+                    full[key] = torch.cat([prefix[key], torch.zeros_like(cand)], 1)
+            self._forget_rope_deltas()
+            logits = self.model(**full).logits[0, length - 1 : -1].float()
+            logp = torch.log_softmax(logits, -1).gather(1, cand[0][:, None])
+            out.append(logp.sum().item())
+            self.calls["candidate_forwards"] += 1
+        return out
+
+    def _shared(self, prefix: dict[str, Any], ids: list[list[int]]) -> list[float]:
+        import torch
+
+        self._forget_rope_deltas()
+        out = self.model(**prefix, use_cache=True)
+        self.calls["prefix_forwards"] += 1
+        cache = out.cache if hasattr(out, "cache") else out.past_key_values
+        last = torch.log_softmax(out.logits[0, -1].float(), -1)
+        rope_deltas = getattr(getattr(self.model, "model", None), "rope_deltas", None)
+        results: list[float] = []
+        start = 0
+        while start < len(ids):
+            size = min(self.chunk_size, len(ids) - start)
+            try:
+                results += self._chunk(prefix, cache, last, rope_deltas, ids[start : start + size])
+            except (torch.OutOfMemoryError, RuntimeError) as exc:
+                if not _is_oom(exc) or self.chunk_size == 1:
+                    raise
+                self.chunk_size = max(1, self.chunk_size // 2)
+                if self.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
+                continue
+            start += size
+        return results
+
+    def _chunk(
+        self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
+    ) -> list[float]:
+        import torch
+
+        count, width = len(ids), max(len(c) for c in ids)
+        length = prefix["input_ids"].shape[1]
+        cand = torch.zeros(count, width, dtype=torch.long, device=self.device)
+        mask = torch.zeros(count, width, dtype=torch.long, device=self.device)
+        for j, caption in enumerate(ids):
+            cand[j, : len(caption)] = torch.tensor(caption, device=self.device)
+            mask[j, : len(caption)] = 1
+        chunk_cache = copy.deepcopy(cache)
+        chunk_cache.batch_repeat_interleave(count)
+        attention = torch.cat([prefix["attention_mask"].expand(count, -1), mask], 1)
+        positions = torch.arange(length, length + width, device=self.device).expand(count, -1)
+        if rope_deltas is not None:  # multimodal RoPE (Qwen-VL): 3 x batch x length
+            positions = (positions + rope_deltas.to(self.device)).unsqueeze(0).expand(3, -1, -1)
+        logits = self.model(
+            input_ids=cand, attention_mask=attention, cache=chunk_cache, position_ids=positions
+        ).logits
+        self.calls["candidate_forwards"] += count
+        self.calls["chunks"] += 1
+        logp = torch.log_softmax(logits.float(), -1)
+        first = last[cand[:, :1]]
+        rest = logp[:, :-1].gather(2, cand[:, 1:, None]).squeeze(-1)
+        return (torch.cat([first, rest], 1) * mask).sum(1).tolist()

@@ -1,0 +1,109 @@
+import pytest
+from PIL import Image
+
+from autocomp.scoring import ScoreRequest, load_scorer
+
+VLMS = ["tiny-qwen2.5-vl", "tiny-llava"]
+CAPTIONS = [
+    "A red cup and a blue lamp on a white background.",
+    "A blue cup and a red lamp on a white background.",
+    "A red cup and a red cup on a white background.",
+    "An orange SUV.",
+    "A pair of green gloves is above an umbrella, which is to the left of a chair.",
+]
+
+
+@pytest.fixture(scope="module")
+def images():
+    return {
+        "square": Image.new("RGB", (64, 64), (200, 30, 30)),
+        "tall": Image.new("RGB", (40, 90), (30, 30, 200)),
+    }
+
+
+def requests():
+    reqs = [ScoreRequest(key, c) for key in ("square", "tall") for c in CAPTIONS]
+    return reqs + [ScoreRequest(None, c) for c in CAPTIONS[:2]]
+
+
+@pytest.mark.parametrize("model", VLMS)
+def test_shared_prefix_equals_naive(model, images):
+    shared = load_scorer(model, device="cpu", chunk_size=3)
+    naive = load_scorer(model, device="cpu", naive=True)
+    a, b = shared.score(requests(), images), naive.score(requests(), images)
+    assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4
+    for start in (0, 5):  # identical argmax per image
+        assert max(range(5), key=lambda i: a[start + i]) == max(
+            range(5), key=lambda i: b[start + i]
+        )
+    # one prefix pass per distinct image (and one for the blind group)
+    assert shared.calls["prefix_forwards"] == 3 and naive.calls["candidate_forwards"] == 12
+    # chunks of 3: 5 captions -> 2 chunks per image, 2 blind captions -> 1 chunk
+    assert shared.calls["chunks"] == 5
+    assert all(s < 0 for s in a)
+
+
+@pytest.mark.parametrize("model", VLMS)
+def test_blind_scores_ignore_the_image(model, images):
+    scorer = load_scorer(model, device="cpu")
+    blind = scorer.score([ScoreRequest(None, c) for c in CAPTIONS], images)
+    seen = scorer.score([ScoreRequest("square", c) for c in CAPTIONS], images)
+    assert blind != seen
+    assert blind == scorer.score([ScoreRequest(None, c) for c in CAPTIONS], {})
+
+
+def test_out_of_memory_halves_the_chunk_and_retries(images, monkeypatch):
+    scorer = load_scorer("tiny-llava", device="cpu", chunk_size=4)
+    reference = load_scorer("tiny-llava", device="cpu", naive=True).score(requests(), images)
+    real_chunk = scorer._chunk
+
+    def tight(prefix, cache, last, rope, ids):
+        if len(ids) > 1:  # what a GPU without room for two sequences would say
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_chunk(prefix, cache, last, rope, ids)
+
+    monkeypatch.setattr(scorer, "_chunk", tight)
+    got = scorer.score(requests(), images)
+    assert scorer.chunk_size == 1
+    assert max(abs(x - y) for x, y in zip(got, reference)) <= 1e-4
+
+
+def test_other_errors_are_not_swallowed(images, monkeypatch):
+    scorer = load_scorer("tiny-llava", device="cpu")
+
+    def broken(*args):
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(scorer, "_chunk", broken)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        scorer.score(requests(), images)
+
+
+def test_score_stage_with_a_generative_model(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from autocomp.evaluation import score_stage
+    from autocomp.registry import get_model
+    from autocomp.stages import negatives_stage, sample_stage
+
+    sample_stage("position", 3, 2, 0, tmp_path / "c.parquet")
+    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", workers=1)
+    table = pq.read_table(tmp_path / "b.parquet")
+    for i in range(table.num_rows):
+        Image.new("RGB", (50, 50), (40 * i, 90, 10)).save(tmp_path / f"{i}.png")
+    table = table.append_column("image", pa.array([f"{i}.png" for i in range(table.num_rows)]))
+    pq.write_table(table, tmp_path / "bench.parquet")
+    entry = get_model("tiny-qwen2.5-vl")
+    summary = score_stage(
+        entry, tmp_path / "bench.parquet", tmp_path / "run",
+        lambda: load_scorer(entry.name, device="cpu"), tmp_path,
+    )  # fmt: skip
+    rows = {(r["set"], r["protocol"]): r for r in summary.to_pylist()}
+    assert rows[("confusion", "paper")]["items"] == 2
+    assert rows[("confusion", "paper")]["chance"] == pytest.approx(1 / 108)
+    blind = score_stage(
+        entry, tmp_path / "bench.parquet", tmp_path / "blind",
+        lambda: load_scorer(entry.name, device="cpu"), blind=True,
+    )  # fmt: skip
+    assert blind.num_rows == summary.num_rows
