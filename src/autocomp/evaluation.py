@@ -246,7 +246,9 @@ def score_stage(
     root = Path(images_root) if images_root else None
     scorer: Scorer | None = None
     part = len(list((out / "predictions").glob("part-*.parquet")))
-    document = provenance("scores", model=entry.name, benchmark_sha=digest, blind=blind)
+    document = provenance(
+        "scores", model=entry.name, entry=entry.record(), benchmark_sha=digest, blind=blind
+    )
     for chunk in _chunks(todo, max_candidates):
         scorer = scorer or scorer_factory()
         score_rows, prediction_rows = _score_chunk(entry.name, chunk, scorer, root, blind)
