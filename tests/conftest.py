@@ -19,24 +19,18 @@ def offline_tiny_cache(tmp_path_factory):
     os.environ["AUTOCOMP_CACHE"] = str(tmp_path_factory.mktemp("autocomp-cache"))
 
 
-@pytest.fixture
-def color():
-    return load_family("color")
+def _shipped_family(name: str):
+    @pytest.fixture
+    def fixture():
+        return load_family(name)
+
+    return fixture
 
 
-@pytest.fixture
-def position():
-    return load_family("position")
-
-
-@pytest.fixture
-def relative_size():
-    return load_family("relative_size")
-
-
-@pytest.fixture
-def shape_color():
-    return load_family("shape_color")
+color = _shipped_family("color")
+position = _shipped_family("position")
+relative_size = _shipped_family("relative_size")
+shape_color = _shipped_family("shape_color")
 
 
 @pytest.fixture
