@@ -26,7 +26,7 @@ written atomically, so a killed run resumes at the first unfinished part.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,7 +169,7 @@ def load_image(root: Path | None, ref: str | None) -> Any:
         raise ValueError(f"image unreadable: {path} ({exc})") from None
 
 
-def _chunks(items: list[Item], max_candidates: int) -> Iterator[list[Item]]:
+def _chunks(items: Iterable[Item], max_candidates: int) -> Iterator[list[Item]]:
     chunk: list[Item] = []
     size = 0
     for item in items:
@@ -180,6 +180,25 @@ def _chunks(items: list[Item], max_candidates: int) -> Iterator[list[Item]]:
         size += len(item.candidates)
     if chunk:
         yield chunk
+
+
+def _stream_items(source: pq.ParquetFile, batch_size: int = 512) -> Iterator[Item]:
+    """Benchmark rows as items, read batch by batch (a paper-scale table never sits in memory)."""
+    index = 0
+    for batch in source.iter_batches(batch_size=batch_size):
+        for row in batch.to_pylist():
+            yield item_from_row(row, index)
+            index += 1
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _done_ids(out: Path) -> set[str]:
@@ -219,8 +238,6 @@ def score_stage(
     progress: Callable[[int], None] | None = None,
 ) -> pa.Table:
     """Score every not-yet-scored item of `benchmark` with the model; return the summary."""
-    import hashlib
-
     source = open_parquet(benchmark)
     require_columns(
         benchmark, source.schema_arrow, REQUIRED, "give a benchmark table (autocomp negatives)"
@@ -232,17 +249,15 @@ def score_stage(
             "has no image column; pass --blind to score captions alone",
         )
     out = Path(out)
-    digest = hashlib.sha256(Path(benchmark).read_bytes()).hexdigest()
+    digest = _file_sha256(Path(benchmark))
     record = {
         "model": entry.name, "entry": entry.record(), "benchmark": str(benchmark),
         "benchmark_sha": digest, "benchmark_metadata": read_metadata(benchmark),
         "blind": blind, "autocomp_version": __version__,
     }  # fmt: skip
     _check_run(out, record)
-    rows = source.read().to_pylist()
-    items = [item_from_row(r, i) for i, r in enumerate(rows)]
     done = _done_ids(out)
-    todo = [it for it in items if it.sample_id not in done]
+    todo = (it for it in _stream_items(source) if it.sample_id not in done)
     root = Path(images_root) if images_root else None
     scorer: Scorer | None = None
     part = len(list((out / "predictions").glob("part-*.parquet")))
