@@ -102,16 +102,179 @@ def _score(args: argparse.Namespace) -> None:
         )
     rows = [
         [
-            r["family"], str(r["n"]), r["condition"], r["set"], r["protocol"], str(r["items"]),
-            f"{100 * r['accuracy']:.1f}", f"{100 * r['chance']:.2f}",
-            str(r["failed"]), str(r["ties"]),
+            r["family"],
+            str(r["n"]),
+            r["condition"],
+            r["set"],
+            r["protocol"],
+            str(r["items"]),
+            f"{100 * r['accuracy']:.1f}",
+            f"{100 * r['chance']:.2f}",
+            str(r["failed"]),
+            str(r["ties"]),
         ]
         for r in summary.to_pylist()
-    ]  # fmt: skip
-    headers = ["family", "N", "condition", "set", "protocol", "items", "acc %", "chance %",
-               "failed", "ties"]  # fmt: skip
+    ]
+    headers = [
+        "family",
+        "N",
+        "condition",
+        "set",
+        "protocol",
+        "items",
+        "acc %",
+        "chance %",
+        "failed",
+        "ties",
+    ]
     print(format_table(headers, rows))
     print(f"scores, predictions and summary in {args.out}")
+
+
+def parse_settings(items: Sequence[str], allowed: dict[str, dict]) -> dict[str, dict]:
+    """`--set role.key=value` (or `key=value` when there is one role) -> {role: {key: value}}.
+    Keys must be settings of the chosen model; values are read as YAML scalars."""
+    import yaml
+
+    out: dict[str, dict] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise UsageError("--set", item, "must look like key=value (e.g. guidance_scale=5)")
+        role, _, name = key.rpartition(".")
+        if not role and len(allowed) == 1:
+            role = next(iter(allowed))
+        if role not in allowed or name not in allowed[role]:
+            known = ", ".join(f"{r}.{k}" for r, keys in allowed.items() for k in keys)
+            raise UsageError("--set", item, f"unknown setting; known: {known}")
+        out.setdefault(role, {})[name] = yaml.safe_load(raw)
+    return out
+
+
+def _chosen(args: argparse.Namespace, role: str) -> str:
+    from autocomp.registry import profile
+
+    return getattr(args, role) or profile(args.profile)[role]
+
+
+def _caption(args: argparse.Namespace) -> None:
+    from autocomp.captioning import caption_stage
+    from autocomp.progress import row_progress
+    from autocomp.registry import get_generation_model
+    from autocomp.shards import check_shard_args
+    from autocomp.tables import open_parquet
+
+    name = _chosen(args, "captioner")
+    entry = get_generation_model("captioner", name)
+    overrides = parse_settings(args.set, {"captioner": entry.settings}).get("captioner", {})
+    check_shard_args(args.shard, args.num_shards)
+    total = open_parquet(args.concepts, "--concepts").metadata.num_rows
+    with row_progress(f"caption {name}", total) as advance:
+        summary = caption_stage(
+            args.concepts,
+            args.out,
+            name,
+            args.engine,
+            args.seed,
+            args.shard,
+            args.num_shards,
+            args.batch_size,
+            args.fallback,
+            args.device,
+            overrides,
+            advance,
+        )
+    print(
+        f"captions in {args.out}: {summary['accepted']:,} accepted, {summary['dropped']:,} "
+        f"dropped, {summary['fallback']:,} fallback ({summary['attempts']:,} LLM attempts; "
+        f"{summary['skipped_shards']} finished shard(s) skipped)"
+    )
+
+
+def _render(args: argparse.Namespace) -> None:
+    from autocomp.progress import row_progress
+    from autocomp.registry import get_generation_model
+    from autocomp.rendering import render_stage
+
+    name = _chosen(args, "renderer")
+    entry = get_generation_model("renderer", name)
+    overrides = parse_settings(args.set, {"renderer": entry.settings}).get("renderer", {})
+    with row_progress(f"render {name}", None) as advance:
+        summary = render_stage(
+            args.captions,
+            args.out,
+            name,
+            args.seed,
+            args.shard,
+            args.num_shards,
+            args.batch_size,
+            args.device,
+            overrides,
+            advance,
+        )
+    print(
+        f"images in {args.out}: {summary['images']:,} rendered, {summary['reused']:,} reused; "
+        f"{summary['skipped_shards']} finished shard(s) skipped"
+    )
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from autocomp.progress import row_progress
+    from autocomp.registry import get_generation_model
+    from autocomp.validation import validate_stage
+
+    names = {role: _chosen(args, role) for role in ("detector", "segmenter", "vqa")}
+    allowed = {
+        role: get_generation_model(role, names[role]).settings for role in ("detector", "segmenter")
+    }
+    overrides = parse_settings(args.set, allowed)
+    with row_progress("validate", None) as advance:
+        summary = validate_stage(
+            args.render,
+            args.out,
+            names["detector"],
+            names["segmenter"],
+            names["vqa"],
+            args.shard,
+            args.num_shards,
+            args.batch_size,
+            args.masks,
+            args.all_checks,
+            args.device,
+            overrides,
+            advance,
+        )
+    print(
+        f"verdicts in {args.out}: {summary['passed']:,} of {summary['samples']:,} samples passed "
+        f"every check; {summary['skipped_shards']} finished shard(s) skipped"
+    )
+
+
+def _curate(args: argparse.Namespace) -> None:
+    import pyarrow.parquet as pq
+
+    from autocomp.curation import curate_stage
+
+    counts = curate_stage(args.render, args.verdicts, args.out, args.captions, args.keep_rejected)
+    rows = [
+        [
+            r["family"],
+            str(r["n"]),
+            r["condition"],
+            r["check"],
+            str(r["entered"]),
+            str(r["passed"]),
+            f"{100 * r['survival']:.1f}",
+            f"{100 * r['cumulative']:.1f}",
+        ]
+        for r in pq.read_table(f"{args.out}/survival.parquet").to_pylist()
+    ]
+    headers = ["family", "N", "condition", "check", "entered", "passed", "survival %", "cum. %"]
+    print(format_table(headers, rows))
+    print(
+        f"B_min {counts['b_min']:,}, B_ctx {counts['b_ctx']:,}, B_paired {counts['b_paired']:,} "
+        f"of {counts['samples']:,} samples; {counts['kept']:,} rows in {args.out}/curated.parquet"
+    )
 
 
 def _demo(args: argparse.Namespace) -> None:
@@ -148,6 +311,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output Parquet file (concepts table)")
     p.set_defaults(run=_sample)
 
+    def shard_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--shard", type=int, default=None, help="run only this shard (0-based)")
+        p.add_argument("--num-shards", type=int, default=1, help="shards of the run (default 1)")
+        p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
+        p.add_argument("--profile", default="paper", help="model profile: paper (default), tiny")
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a model setting (repeatable)",
+        )
+
+    p = verbs.add_parser("caption", help="write Contextual captions with an LLM (checked, retried)")
+    p.add_argument("--concepts", required=True, help="concepts table (autocomp sample)")
+    p.add_argument("--out", required=True, help="output folder (resumable, sharded)")
+    p.add_argument("--captioner", default=None, help="caption LLM (default: the profile's)")
+    p.add_argument("--engine", default="transformers", choices=("transformers", "vllm"))
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--batch-size", type=int, default=16, help="prompts per batch (default 16)")
+    p.add_argument(
+        "--fallback",
+        default=None,
+        choices=("minimal",),
+        help="keep concepts whose captions all failed, with the Minimal caption "
+        "(marked; for pipeline tests, never for a benchmark)",
+    )
+    shard_args(p)
+    p.set_defaults(run=_caption)
+
+    p = verbs.add_parser("render", help="render both captions of every concept (diffusers)")
+    p.add_argument("--captions", required=True, help="the caption stage's folder")
+    p.add_argument("--out", required=True, help="output folder (images + render shards)")
+    p.add_argument("--renderer", default=None, help="text-to-image model (default: the profile's)")
+    p.add_argument("--seed", type=int, default=0, help="image seed (default 0)")
+    p.add_argument("--batch-size", type=int, default=4, help="images per batch (default 4)")
+    shard_args(p)
+    p.set_defaults(run=_render)
+
+    p = verbs.add_parser("validate", help="check objects, background and attributes of images")
+    p.add_argument("--render", required=True, help="the render stage's folder")
+    p.add_argument("--out", required=True, help="output folder (verdict shards)")
+    p.add_argument("--detector", default=None, help="object detector (default: the profile's)")
+    p.add_argument("--segmenter", default=None, help="segmenter (default: the profile's)")
+    p.add_argument("--vqa", default=None, help="VQA judge, a registered VLM (default: profile's)")
+    p.add_argument(
+        "--masks",
+        default="sam2",
+        choices=("sam2", "boxes"),
+        help="background check masks: SAM2 from the boxes (default) or the boxes",
+    )
+    p.add_argument(
+        "--all-checks",
+        action="store_true",
+        help="run every check on every image (audits) instead of survivors only",
+    )
+    p.add_argument("--batch-size", type=int, default=8, help="images per batch (default 8)")
+    shard_args(p)
+    p.set_defaults(run=_validate)
+
+    p = verbs.add_parser("curate", help="build B_min, B_ctx, B_paired and the survival table")
+    p.add_argument("--render", required=True, help="the render stage's folder")
+    p.add_argument("--verdicts", required=True, help="the validate stage's folder")
+    p.add_argument("--captions", default=None, help="the caption stage's folder (caption row)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument(
+        "--keep-rejected",
+        action="store_true",
+        help="keep rejected samples, marked accepted=false (audits, tiny runs)",
+    )
+    p.set_defaults(run=_curate)
+
     p = verbs.add_parser("negatives", help="build Swap and Confusion candidate sets")
     p.add_argument("--input", required=True, help="concepts table or curated table (Parquet)")
     p.add_argument("--out", required=True, help="output Parquet file (benchmark table)")
@@ -182,7 +417,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries() -> None:
+    """Model libraries log per-file loading bars and advice; autocomp shows its own progress."""
+    import os
+
+    for name in ("TRANSFORMERS_VERBOSITY", "DIFFUSERS_VERBOSITY"):
+        os.environ.setdefault(name, "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

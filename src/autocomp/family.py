@@ -52,7 +52,15 @@ KINDS = ("attribute", "relation")
 
 _FAMILY_KEYS = {
     "required": {"name", "kind", "n", "objects", "caption", "contextual"},
-    "optional": {"title", "description", "notes", "attribute_label", "attributes", "relations"},
+    "optional": {
+        "title",
+        "description",
+        "notes",
+        "attribute_label",
+        "attributes",
+        "relations",
+        "validation",
+    },  # fmt: skip
 }
 _ENTRY_KEYS = {
     "objects": ({"name"}, {"pair", "source"}),
@@ -61,6 +69,13 @@ _ENTRY_KEYS = {
 }
 _CAPTION_KEYS = {"attribute": ({"suffix"}, set()), "relation": ({"first", "next", "suffix"}, set())}
 _CONTEXTUAL_KEYS = ({"system", "user", "example", "examples"}, set())
+# The VQA question of the attribute/relation check (autocomp.checks): slots per kind.
+DEFAULT_QUESTIONS = {
+    "attribute": "What {label} {be} the {object}? Answer with one word.",
+    "relation": "Complete the sentence with what the image shows: the {subject} {be} ___ the "
+    "{object}. Answer with the missing words only.",
+}
+_QUESTION_SLOTS = {"attribute": ("{object}",), "relation": ("{subject}", "{object}")}
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,7 @@ class Family:
     labels: Vocabulary  # attributes (attribute families) or relations (relation families)
     caption: dict[str, str]
     contextual: dict[str, Any]
+    question: str
     title: str
     attribute_label: str
     path: str
@@ -309,6 +325,13 @@ def _build_family(raw: object, path: Path) -> Family:
         if slot not in contextual["example"]:
             raise check.fail("contextual.example", contextual["example"], f"must contain {slot}")
     _check_examples(check, contextual["examples"], objects, labels, kind, n_min, n_max)
+    validation = check.keys("validation", raw.get("validation") or {}, set(), {"question"})
+    question = check.text(
+        "validation.question", validation.get("question", DEFAULT_QUESTIONS[kind])
+    )
+    for slot in _QUESTION_SLOTS[kind]:
+        if slot not in question:
+            raise check.fail("validation.question", question, f"must contain {slot}")
 
     config = dict(raw)
     config["objects"] = _vocabulary_config(objects)
@@ -324,6 +347,7 @@ def _build_family(raw: object, path: Path) -> Family:
         labels=labels,
         caption=dict(caption),
         contextual=dict(contextual),
+        question=question,
         title=str(raw.get("title") or name),
         attribute_label=str(
             raw.get("attribute_label") or ("relation" if kind == "relation" else "attribute")

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 @contextlib.contextmanager
-def row_progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
+def row_progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """Yield `advance(rows)`; shows a bar with rows done, total and time left."""
     console = Console(stderr=True)
     columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

@@ -106,15 +106,15 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return json.loads(meta[METADATA_KEY]) if METADATA_KEY in meta else {}
 
 
-def open_parquet(path: str | Path) -> pq.ParquetFile:
+def open_parquet(path: str | Path, option: str = "--input") -> pq.ParquetFile:
     """Open a Parquet file, turning every failure into a UsageError that names it."""
     path = Path(path)
     if not path.is_file():
-        raise UsageError("--input", str(path), "no such file; give the path of a Parquet table")
+        raise UsageError(option, str(path), "no such file; give the path of a Parquet table")
     try:
         return pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
-        raise UsageError("--input", str(path), f"is not a readable Parquet file ({exc})") from exc
+        raise UsageError(option, str(path), f"is not a readable Parquet file ({exc})") from exc
 
 
 def require_columns(

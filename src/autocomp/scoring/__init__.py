@@ -14,10 +14,15 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """Score `text` for the image stored under `image_key` (None: without an image)."""
+    """Score `text` for the image stored under `image_key` (None: without an image).
+
+    `prompt` replaces the model's instruction for this request (generative backends: VQA asks a
+    question and scores each answer option as the continuation); contrastive backends ignore it.
+    """
 
     image_key: str | None
     text: str
+    prompt: str | None = None
 
 
 class Scorer(Protocol):

@@ -85,11 +85,12 @@ class VlmScorer:
 
     # ------------------------------------------------------------------ inputs
 
-    def _prefix_inputs(self, image: Any) -> dict[str, Any]:
+    def _prefix_inputs(self, image: Any, prompt: str | None = None) -> dict[str, Any]:
         content: list[dict[str, str]] = []
         if image is not None:
             content.append({"type": "image"})
-        content.append({"type": "text", "text": self.prompt if image is not None else BLIND_PROMPT})
+        default = self.prompt if image is not None else BLIND_PROMPT
+        content.append({"type": "text", "text": prompt or default})
         messages = [{"role": "user", "content": content}]
         text = self.processor.apply_chat_template(
             messages, add_generation_prompt=True, tokenize=False
@@ -117,17 +118,18 @@ class VlmScorer:
     # ------------------------------------------------------------------ scoring
 
     def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
-        """Summed caption log-likelihood per request; one prefix pass per distinct image."""
+        """Summed caption log-likelihood per request; one prefix pass per distinct
+        (image, prompt)."""
         import torch
 
-        groups: dict[str | None, list[int]] = {}
+        groups: dict[tuple[str | None, str | None], list[int]] = {}
         for i, r in enumerate(requests):
-            groups.setdefault(r.image_key, []).append(i)
+            groups.setdefault((r.image_key, r.prompt), []).append(i)
         scores = [0.0] * len(requests)
         with torch.inference_mode():
-            for key, positions in groups.items():
+            for (key, prompt), positions in groups.items():
                 image = None if key is None else images[key]
-                prefix = self._prefix_inputs(image)
+                prefix = self._prefix_inputs(image, prompt)
                 texts = [requests[i].text for i in positions]
                 ids = self._caption_ids(texts)
                 values = self._naive(prefix, ids) if self.naive else self._shared(prefix, ids)
