@@ -24,10 +24,28 @@ def query_text(name: str) -> str:
     return f"{name.strip().lower()}."
 
 
+def _load_model(auto_class: Any, source: str, random_weights: bool) -> Any:
+    """from_pretrained, or (random_weights, for throughput benchmarks) from the config alone."""
+    if not random_weights:
+        return auto_class.from_pretrained(source)
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(source)
+    if hasattr(auto_class, "from_config"):
+        return auto_class.from_config(config)
+    return auto_class._from_config(config)
+
+
 class Detector:
     """Open-vocabulary detection with Grounding DINO (box and text thresholds from settings)."""
 
-    def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        entry: GenerationModel,
+        device: str | None = None,
+        random_weights: bool = False,
+        **overrides: Any,
+    ) -> None:
         import torch
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
@@ -37,7 +55,7 @@ class Detector:
         source = entry.source()
         try:
             self.processor = AutoProcessor.from_pretrained(source)
-            self.model = AutoModelForZeroShotObjectDetection.from_pretrained(source)
+            self.model = _load_model(AutoModelForZeroShotObjectDetection, source, random_weights)
         except (OSError, ValueError) as exc:
             raise weights_error("--detector", entry, exc) from exc
         self.model = self.model.to(self.device).eval()
@@ -75,7 +93,13 @@ class Detector:
 class Segmenter:
     """SAM2 masks prompted by boxes: one boolean (height, width) union mask per image."""
 
-    def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        entry: GenerationModel,
+        device: str | None = None,
+        random_weights: bool = False,
+        **overrides: Any,
+    ) -> None:
         import torch
         from transformers import AutoProcessor, Sam2Model
 
@@ -85,7 +109,7 @@ class Segmenter:
         source = entry.source()
         try:
             self.processor = AutoProcessor.from_pretrained(source)
-            self.model = Sam2Model.from_pretrained(source)
+            self.model = _load_model(Sam2Model, source, random_weights)
         except (OSError, ValueError) as exc:
             raise weights_error("--segmenter", entry, exc) from exc
         self.model = self.model.to(self.device).eval()

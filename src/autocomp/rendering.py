@@ -96,10 +96,39 @@ def samples(captions: pa.Table, seed: int) -> list[dict[str, Any]]:
     return out
 
 
+def random_pipeline(source: str, pipeline_class: str, dtype: Any) -> Any:
+    """The pipeline with every model built from its config, random weights (throughput
+    benchmarks of full-size architectures: configs and tokenizers are read, weights never)."""
+    import diffusers
+    import transformers
+
+    cls = getattr(diffusers, pipeline_class)
+    parts = {}
+    for name, spec in cls.load_config(source).items():
+        if name.startswith("_") or not isinstance(spec, list | tuple) or spec[0] is None:
+            continue
+        library, class_name = spec
+        part_cls = getattr(diffusers if library == "diffusers" else transformers, class_name)
+        if "Tokenizer" in class_name or "Scheduler" in class_name:
+            parts[name] = part_cls.from_pretrained(source, subfolder=name)
+        elif library == "diffusers":
+            parts[name] = part_cls.from_config(part_cls.load_config(source, subfolder=name))
+        else:
+            config = transformers.AutoConfig.from_pretrained(source, subfolder=name)
+            parts[name] = part_cls._from_config(config, dtype=dtype)
+    return cls(**parts).to(dtype=dtype)
+
+
 class Renderer:
     """A diffusers pipeline loaded by model id (bf16 on GPU), rendering seeded batches."""
 
-    def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        entry: GenerationModel,
+        device: str | None = None,
+        random_weights: bool = False,
+        **overrides: Any,
+    ) -> None:
         import diffusers
         import torch
 
@@ -110,7 +139,10 @@ class Renderer:
         pipeline_class = getattr(diffusers, entry.pipeline_class or "DiffusionPipeline")
         diffusers.utils.logging.disable_progress_bar()  # autocomp shows its own progress
         try:
-            self.pipe = pipeline_class.from_pretrained(entry.source(), dtype=dtype)
+            if random_weights:
+                self.pipe = random_pipeline(entry.source(), pipeline_class.__name__, dtype)
+            else:
+                self.pipe = pipeline_class.from_pretrained(entry.source(), dtype=dtype)
         except (OSError, ValueError) as exc:
             raise weights_error("--renderer", entry, exc) from exc
         self.pipe = self.pipe.to(self.device)

@@ -306,3 +306,17 @@ def test_segmenter_gives_one_union_mask(run_dir):
     mask = segmenter.union_mask(image, [[1, 1, 20, 20], [30, 10, 60, 40]])
     assert mask.shape == (48, 64) and mask.dtype == bool
     assert not segmenter.union_mask(image, []).any()
+
+
+def test_random_weight_variants_read_configs_only(run_dir):
+    """Throughput benchmarks build full-size architectures from their configs alone."""
+    from autocomp.detection import Detector
+    from autocomp.registry import get_generation_model
+    from autocomp.rendering import Renderer
+
+    renderer = Renderer(get_generation_model("renderer", "tiny-sd3"), random_weights=True)
+    images = renderer.render(["a red cup"], [1])
+    assert images[0].size == (64, 64)
+    detector = Detector(get_generation_model("detector", "tiny-grounding-dino"), random_weights=True)
+    (boxes, scores), = detector.detect([(images[0], "cup")])
+    assert len(boxes) == len(scores)

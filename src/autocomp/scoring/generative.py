@@ -40,6 +40,7 @@ class VlmScorer:
         device: str | None = None,
         chunk_size: int = 128,
         naive: bool = False,
+        random_weights: bool = False,
         **_: Any,
     ) -> None:
         import torch
@@ -63,9 +64,15 @@ class VlmScorer:
             self.processor = transformers.AutoProcessor.from_pretrained(
                 source, trust_remote_code=entry.trust_remote_code
             )
-            self.model = model_class.from_pretrained(
-                source, dtype=dtype, trust_remote_code=entry.trust_remote_code
-            ).to(self.device)
+            if random_weights:  # throughput benchmarks: the architecture without its weights
+                config = transformers.AutoConfig.from_pretrained(
+                    source, trust_remote_code=entry.trust_remote_code
+                )
+                self.model = model_class._from_config(config, dtype=dtype).to(self.device)
+            else:
+                self.model = model_class.from_pretrained(
+                    source, dtype=dtype, trust_remote_code=entry.trust_remote_code
+                ).to(self.device)
         except (OSError, ValueError, AttributeError) as exc:
             raise UsageError(
                 f"weights of {entry.name}",
