@@ -317,6 +317,34 @@ def test_random_weight_variants_read_configs_only(run_dir):
     renderer = Renderer(get_generation_model("renderer", "tiny-sd3"), random_weights=True)
     images = renderer.render(["a red cup"], [1])
     assert images[0].size == (64, 64)
-    detector = Detector(get_generation_model("detector", "tiny-grounding-dino"), random_weights=True)
-    (boxes, scores), = detector.detect([(images[0], "cup")])
+    detector = Detector(
+        get_generation_model("detector", "tiny-grounding-dino"), random_weights=True
+    )
+    ((boxes, scores),) = detector.detect([(images[0], "cup")])
     assert len(boxes) == len(scores)
+
+
+@pytest.mark.parametrize(
+    "loader, name, weights",
+    [
+        (
+            "autocomp.rendering:load_renderer",
+            "sd3.5-large",
+            "stabilityai/stable-diffusion-3.5-large",
+        ),
+        (
+            "autocomp.detection:load_detector",
+            "grounding-dino-tiny",
+            "IDEA-Research/grounding-dino-tiny",
+        ),
+        ("autocomp.detection:load_segmenter", "sam2.1-hiera-large", "facebook/sam2.1-hiera-large"),
+        ("autocomp.captioning:load_captioner", "gemma-3-12b-it", "google/gemma-3-12b-it"),
+    ],
+)
+def test_weights_missing_offline_name_the_id_and_the_fix(loader, name, weights):
+    import importlib
+
+    module, function = loader.split(":")
+    with pytest.raises(UsageError) as info:
+        getattr(importlib.import_module(module), function)(name)
+    assert weights in str(info.value) and "HF_HOME" in str(info.value)

@@ -75,3 +75,34 @@ def test_registry_validation(tmp_path):
     registry.write_text("models:\n  - {name: x, backend: onnx}\n")
     with pytest.raises(UsageError, match="backend must be one of"):
         get_model("x", registry)
+
+
+def test_generation_registry_names_real_classes_builders_and_profiles():
+    import diffusers
+    import transformers
+
+    from autocomp.registry import ROLES, generation_models, get_model, profile
+    from autocomp.tiny_models import BUILDERS
+
+    for role in ROLES:
+        for entry in generation_models(role).values():
+            if entry.pipeline_class:
+                assert hasattr(diffusers, entry.pipeline_class), entry.name
+            if entry.model_class:
+                assert hasattr(transformers, entry.model_class), entry.name
+            assert entry.is_tiny == (entry.tiny_builder is not None), entry.name
+            if entry.is_tiny:
+                assert entry.tiny_builder in BUILDERS
+    for name in ("paper", "tiny"):
+        chosen = profile(name)
+        for role in ROLES:
+            assert chosen[role] in generation_models(role)
+        assert get_model(chosen["vqa"]).backend == "transformers_vlm"
+    paper = {role: generation_models(role)[profile("paper")[role]] for role in ROLES}
+    assert paper["renderer"].settings == {
+        "height": 1024, "width": 1024, "num_inference_steps": 28, "guidance_scale": 4.5,
+    }  # fmt: skip
+    assert paper["captioner"].settings == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 150}
+    assert paper["detector"].settings["box_threshold"] == 0.4
+    assert paper["detector"].settings["text_threshold"] == 0.3
+    assert paper["segmenter"].settings == {"brightness": 190, "min_white_fraction": 0.7}
