@@ -1,0 +1,215 @@
+"""The store: local folders, and S3 against a real S3-protocol server (moto_server on 127.0.0.1),
+reached through a TCP relay the tests can cut to simulate a server that goes away."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from autocomp.errors import UsageError
+from autocomp.storage import MANIFEST, LocalStore, S3Store, StorageError, open_store
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(port: int, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+class Relay:
+    """A TCP relay to the S3 server that can be cut (connections refused) and restored."""
+
+    def __init__(self, target: int) -> None:
+        self.target, self.port = target, _free_port()
+        self.up = True
+        self.server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if not self.up:
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while self.up and (data := a.recv(65536)):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    port = _free_port()
+    binary = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen([str(binary), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        _wait(port)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    relay = Relay(s3_server)
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", f"http://127.0.0.1:{relay.port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    return relay
+
+
+def _output(folder: Path, big: int = 0) -> Path:
+    (folder / "images" / "c1").mkdir(parents=True)
+    (folder / "benchmark.parquet").write_bytes(b"PAR1" + os.urandom(1000))
+    (folder / "images" / "c1" / "minimal.png").write_bytes(os.urandom(500))
+    (folder / "README.md").write_text("# card\n")
+    if big:
+        (folder / "big.bin").write_bytes(os.urandom(big))
+    return folder
+
+
+def _same_tree(a: Path, b: Path) -> None:
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != MANIFEST)
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes()
+
+
+def test_local_roundtrip_and_skip(tmp_path):
+    store = open_store(tmp_path / "store")
+    assert isinstance(store, LocalStore) and store.outputs() == []
+    src = _output(tmp_path / "out")
+    manifest = store.put("benchmarks/run-1", src, {"stage": "publish"})
+    assert [f["path"] for f in manifest["files"]] == [
+        "README.md", "benchmark.parquet", "images/c1/minimal.png",
+    ]  # fmt: skip
+    assert store.outputs() == ["benchmarks/run-1"]
+    (src / "README.md").write_text("changed")  # a complete output is never rewritten
+    assert store.put("benchmarks/run-1", src)["files"] == manifest["files"]
+    store.get("benchmarks/run-1", tmp_path / "back")
+    assert (tmp_path / "back" / "README.md").read_text() == "# card\n"
+
+
+def test_local_incomplete_output_is_invisible_and_redone(tmp_path):
+    store = LocalStore(tmp_path / "store")
+    half = tmp_path / "store" / "benchmarks" / "run-1"
+    half.mkdir(parents=True)
+    (half / "benchmark.parquet").write_bytes(b"half")  # a crashed writer's leftovers
+    assert store.outputs() == [] and store.manifest("benchmarks/run-1") is None
+    with pytest.raises(UsageError, match="no complete output"):
+        store.get("benchmarks/run-1", tmp_path / "x")
+    store.put("benchmarks/run-1", _output(tmp_path / "out"))
+    assert (half / "benchmark.parquet").read_bytes() != b"half"
+
+
+def test_bad_names_and_uris(tmp_path):
+    with pytest.raises(UsageError, match="relative path"):
+        LocalStore(tmp_path).put("../escape", tmp_path)
+    with pytest.raises(UsageError, match="must name a bucket"):
+        open_store("s3:///nobucket")
+    with pytest.raises(UsageError, match="s3://bucket/prefix"):
+        open_store("gs://bucket/x")
+
+
+def test_s3_needs_its_settings_from_the_environment(monkeypatch):
+    for name in ("AUTOCOMP_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(UsageError, match="AUTOCOMP_S3_ENDPOINT"):
+        open_store("s3://bucket/prefix")
+
+
+def test_s3_roundtrip_with_multipart(s3_env, tmp_path):
+    store = S3Store("s3://autocomp/runs", part_size=5 * 1024 * 1024)
+    src = _output(tmp_path / "out", big=12 * 1024 * 1024)  # 3 parts of 5 MiB
+    store.put("benchmarks/run-1", src, {"stage": "publish"})
+    assert store.outputs() == ["benchmarks/run-1"]
+    etag = store.client.stat_object("autocomp", "runs/benchmarks/run-1/big.bin").etag
+    assert etag.endswith("-3")  # S3's multipart ETag: <md5 of part md5s>-<parts>
+    store.get("benchmarks/run-1", tmp_path / "back")
+    _same_tree(src, tmp_path / "back")
+    assert store.manifest("benchmarks/run-1")["made_by"] == {"stage": "publish"}
+
+
+def test_s3_download_is_verified_against_the_manifest(s3_env, tmp_path):
+    import io
+
+    store = S3Store("s3://autocomp/verify")
+    store.put("x", _output(tmp_path / "out"))
+    store.client.put_object("autocomp", "verify/x/README.md", io.BytesIO(b"tampered"), 8)
+    with pytest.raises(StorageError, match="README.md: content does not match"):
+        store.get("x", tmp_path / "back")
+
+
+def test_s3_server_going_away_mid_write(s3_env, tmp_path):
+    relay = s3_env
+    store = S3Store("s3://autocomp/gone", retries=2, backoff=0.01)
+    src = _output(tmp_path / "out")
+    uploaded = []
+
+    def cut_after_first(path):
+        uploaded.append(path)
+        relay.up = False  # the server goes away after the first file
+
+    with pytest.raises(StorageError) as info:
+        store.put("benchmarks/run-1", src, on_file=cut_after_first)
+    message = str(info.value)
+    assert "127.0.0.1" in message and "after 3 attempts" in message and "unpublished" in message
+    relay.up = True
+    # nothing is visible: no manifest, no listed output
+    assert store.manifest("benchmarks/run-1") is None and store.outputs() == []
+    # resume: the re-run uploads only what is missing, then publishes
+    sent = []
+    original = store.client.fput_object
+    store.client.fput_object = lambda *a, **k: (sent.append(a[1]), original(*a, **k))[1]
+    store.put("benchmarks/run-1", src)
+    assert uploaded == ["README.md"] and sorted(sent) == [
+        "gone/benchmarks/run-1/benchmark.parquet", "gone/benchmarks/run-1/images/c1/minimal.png",
+    ]  # fmt: skip
+    assert store.outputs() == ["benchmarks/run-1"]
+    store.get("benchmarks/run-1", tmp_path / "back")
+    _same_tree(src, tmp_path / "back")
+
+
+def test_s3_complete_output_is_not_uploaded_again(s3_env, tmp_path):
+    store = S3Store("s3://autocomp/skip")
+    src = _output(tmp_path / "out")
+    first = store.put("r", src)
+    store.client.fput_object = lambda *a, **k: pytest.fail("a complete output was re-uploaded")
+    assert store.put("r", src) == first
+    assert json.loads(json.dumps(first))["files"][0]["path"] == "README.md"
+    shutil.rmtree(tmp_path / "out")
