@@ -13,13 +13,13 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,eval,generate]'
+	$(BIN)/pip install --quiet -e '.[dev,eval,generate,pipelines]'
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install autocomp with its dev tools and model stack
 
-demo: $(STAMP) ## the main job on the local default: every family, captions, candidate sets, summary
-	$(BIN)/autocomp demo --out runs/demo
+demo: $(STAMP) ## the main job on the local default: both pipelines through kfp.local, tiny models
+	HF_HUB_OFFLINE=1 $(BIN)/autocomp run --out runs/demo
 
 lint: $(STAMP) ## ruff check and ruff format --check
 	$(BIN)/ruff check src tests benchmarks

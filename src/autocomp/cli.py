@@ -277,6 +277,141 @@ def _curate(args: argparse.Namespace) -> None:
     )
 
 
+def _checkout() -> None:
+    """Make the repository's components/ and pipelines/ importable (they are not part of the
+    installed library, which never imports kfp)."""
+    from pathlib import Path
+
+    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        if (root / "pipelines" / "generate_benchmark.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return
+    raise UsageError(
+        "working directory",
+        str(Path.cwd()),
+        "the pipeline verbs need a checkout of the autocomp repository; run them from its root",
+    )
+
+
+def _params(items: Sequence[str]) -> dict:
+    import yaml
+
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError("--param", item, "must look like name=value (e.g. renderer=flux-dev)")
+        out[key] = yaml.safe_load(raw)
+    return out
+
+
+def _compile(args: argparse.Namespace) -> None:
+    _checkout()
+    from pipelines.compile import compile_all
+
+    for name, path in compile_all(args.out).items():
+        print(f"compiled {name} -> {path}")
+
+
+def _package(args: argparse.Namespace, name: str):  # noqa: ANN202
+    from pathlib import Path
+
+    path = Path(args.dist) / f"{name}.yaml"
+    if not path.is_file():
+        raise UsageError("--dist", str(path), "no compiled pipeline there; run `autocomp compile`")
+    return path
+
+
+def _host(args: argparse.Namespace) -> str:
+    import os
+
+    host = args.host or os.environ.get("KFP_HOST")
+    if not host:
+        raise UsageError("--host", None, "give the KFP API endpoint (or set KFP_HOST)")
+    return host
+
+
+def _upload(args: argparse.Namespace) -> None:
+    _checkout()
+    from pipelines.client import DISPLAY_NAMES, connect, upload
+
+    names = [args.pipeline] if args.pipeline else list(DISPLAY_NAMES)
+    client = connect(_host(args))
+    for name in names:
+        done = upload(client, name, _package(args, name))
+        print(
+            f"{name}: {done['action']} (pipeline {done['pipeline_id']}, version {done['version']})"
+        )
+
+
+def _schedule(args: argparse.Namespace) -> None:
+    _checkout()
+    from pipelines.client import connect, schedule
+
+    client = connect(_host(args))
+    run_id = schedule(
+        client,
+        args.pipeline,
+        args.name,
+        args.cron,
+        _params(args.param),
+        args.experiment,
+        args.max_concurrency,
+    )
+    print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
+
+
+def _submit(args: argparse.Namespace) -> None:
+    _checkout()
+    from pipelines.client import connect, submit
+
+    run_id = submit(
+        connect(_host(args)), args.pipeline, args.name, _params(args.param), args.experiment
+    )
+    print(f"run {run_id}: {args.pipeline}")
+
+
+def _run(args: argparse.Namespace) -> None:
+    _checkout()
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from pipelines.local import run_local
+
+    where = run_local(
+        args.out,
+        name=args.name,
+        specs=args.specs,
+        count=args.count,
+        seed=args.seed,
+        num_shards=args.num_shards,
+    )
+    results = f"{where['store']}/results/{args.name}"
+    rows = []
+    for run in sorted(Path(results).iterdir()):
+        for r in pq.read_table(run / "summary.parquet").to_pylist():
+            if r["protocol"] == "paper":
+                rows.append(
+                    [
+                        r["model"],
+                        r["family"],
+                        str(r["n"]),
+                        r["condition"],
+                        r["set"],
+                        str(r["items"]),
+                        f"{100 * r['accuracy']:.1f}",
+                        f"{100 * r['chance']:.2f}",
+                    ]
+                )
+    headers = ["model", "family", "N", "condition", "set", "items", "acc %", "chance %"]
+    print(format_table(headers, rows))
+    print(f"benchmark: {where['benchmark']}")
+    print(f"results:   {results}")
+    print(f"report:    {where['report']}")
+
+
 def _demo(args: argparse.Namespace) -> None:
     from autocomp.demo import run_demo
 
@@ -408,6 +543,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
     p.add_argument("--blind", action="store_true", help="score captions without the image")
     p.set_defaults(run=_score)
+
+    pipelines = ("generate_benchmark", "evaluate_models")
+
+    p = verbs.add_parser("run", help="run both pipelines on this machine (kfp.local, tiny models)")
+    p.add_argument("--out", default="runs/local", help="output folder (default runs/local)")
+    p.add_argument("--name", default="local", help="benchmark name in the store (default local)")
+    p.add_argument("--specs", default="color:2,position:2", help="family:N list")
+    p.add_argument("--count", type=int, default=2, help="concepts per family:N (default 2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-shards", type=int, default=2)
+    p.set_defaults(run=_run)
+
+    p = verbs.add_parser("compile", help="compile the Kubeflow pipelines to YAML")
+    p.add_argument("--out", default="dist", help="output folder (default dist)")
+    p.set_defaults(run=_compile)
+
+    def client_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
+
+    p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
+    client_args(p)
+    p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
+    p.add_argument(
+        "--pipeline", choices=pipelines, default=None, help="one pipeline (default both)"
+    )
+    p.set_defaults(run=_upload)
+
+    for verb, helptext in (
+        ("schedule", "create a recurring run of an uploaded pipeline"),
+        ("submit", "start one run of an uploaded pipeline"),
+    ):
+        p = verbs.add_parser(verb, help=helptext)
+        client_args(p)
+        p.add_argument("--pipeline", choices=pipelines, required=True)
+        p.add_argument("--name", required=True, help="run name")
+        p.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="pipeline parameter (repeatable), e.g. renderer=flux-dev",
+        )
+        p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
+        if verb == "schedule":
+            p.add_argument("--cron", required=True, help="6-field cron, e.g. '0 0 3 * * 1'")
+            p.add_argument("--max-concurrency", type=int, default=1)
+            p.set_defaults(run=_schedule)
+        else:
+            p.set_defaults(run=_submit)
 
     p = verbs.add_parser("demo", help="sample every family, build candidate sets, print a summary")
     p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")

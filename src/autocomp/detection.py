@@ -63,6 +63,8 @@ class Detector:
 
     def too_long(self, names: Sequence[str]) -> list[str]:
         """Class names whose query does not fit the detector's text length."""
+        if not names:
+            return []
         ids = self.processor.tokenizer([query_text(n) for n in names]).input_ids
         return [n for n, i in zip(names, ids) if len(i) > self.max_text_len]
 

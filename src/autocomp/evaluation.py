@@ -84,7 +84,7 @@ class Item:
     family: str
     n: int
     condition: str
-    image: str | None
+    image: str | dict | None  # a path, or an embedded {bytes, path} image
     candidates: list[str]  # positive first, then confusion, then the N=1 sanity sets
     sets: dict[str, list[int]]  # set name -> candidate indices of its negatives
     same_scene: set[int]
@@ -152,10 +152,22 @@ def predictions_for(model: str, item: Item, scores: list[float] | None, reason: 
     return rows
 
 
-def load_image(root: Path | None, ref: str | None) -> Any:
-    """An RGB PIL image, or raise ValueError with a reason."""
+def load_image(root: Path | None, ref: str | dict | None) -> Any:
+    """An RGB PIL image from a path (under `root`) or an embedded image ({bytes, path}, the
+    Hugging Face datasets Image layout of published benchmarks); else ValueError with a reason."""
+    import io
+
     from PIL import Image, UnidentifiedImageError
 
+    if isinstance(ref, dict):
+        if ref.get("bytes"):
+            try:
+                with Image.open(io.BytesIO(ref["bytes"])) as image:
+                    image.load()
+                    return image.convert("RGB")
+            except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+                raise ValueError(f"embedded image unreadable: {ref.get('path')} ({exc})") from None
+        ref = ref.get("path")
     if ref is None:
         raise ValueError("the row has no image")
     path = Path(ref) if root is None else root / ref
@@ -346,3 +358,57 @@ def summarize(out: str | Path) -> pa.Table:
         pc.cast(grouped["correct"], pa.float64()), pc.cast(grouped["items"], pa.float64())
     )
     return grouped.append_column("accuracy", accuracy).sort_by([(k, "ascending") for k in keys])
+
+
+def score_model(
+    model: str, benchmark: str | Path, out: str | Path, store: str = "", name: str = ""
+) -> Path:
+    """Score one registered model and publish its run to the store as results/<name>/<model>.
+    A run already published there is fetched instead of scored again (resume)."""
+    from autocomp.registry import NO_MODEL, get_model
+    from autocomp.scoring import load_scorer
+
+    out = Path(out)
+    if model == NO_MODEL:  # the placeholder of a GPU group with no requested model
+        out.mkdir(parents=True, exist_ok=True)
+        return out
+    key = f"results/{name}/{model}"
+    target = None
+    if store:
+        from autocomp.storage import open_store
+
+        target = open_store(store)
+        if target.manifest(key) is not None:
+            target.get(key, out)
+            return out
+    entry = get_model(model)
+    score_stage(entry, benchmark, out, lambda: load_scorer(model))
+    if target is not None:
+        target.put(key, out, {"stage": "score", "model": model, "benchmark": name})
+    return out
+
+
+def collect_runs(folders: list[str | Path], out: str | Path) -> pa.Table:
+    """One summary table over several score runs (each folder: one model's `score` output)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [Path(f) / "summary.parquet" for f in folders]
+    tables = [pq.read_table(f) for f in files if f.is_file()]  # placeholders have none
+    tables = [t for t in tables if t.num_rows]
+    table = pa.concat_tables(tables) if tables else pa.table({})
+    write_table(table, out / "summary.parquet", provenance("summary", runs=len(folders)))
+    return table
+
+
+def gather_results(store: str, name: str, out: str | Path) -> pa.Table:
+    """Every model run published under results/<name>/ in the store, as one summary table."""
+    from autocomp.storage import open_store
+
+    target = open_store(store)
+    prefix = f"results/{name}/"
+    folders = []
+    for key in target.outputs(prefix):
+        folder = Path(out) / "runs" / key[len(prefix) :]
+        target.get(key, folder)
+        folders.append(folder)
+    return collect_runs(folders, out)

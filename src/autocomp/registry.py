@@ -17,6 +17,7 @@ import yaml
 from autocomp.errors import UsageError
 
 REGISTRY_FILE = Path(__file__).parent / "models" / "registry.yaml"
+REGISTRY_ENV = "AUTOCOMP_MODEL_REGISTRY"  # a site's own registry file replaces the shipped one
 
 BACKENDS: dict[str, str] = {
     "open_clip": "autocomp.scoring.contrastive:OpenClipScorer",
@@ -114,12 +115,15 @@ def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
     return ModelEntry(**fields, raw=dict(item))
 
 
-def all_models(path: str | Path = REGISTRY_FILE) -> dict[str, ModelEntry]:
-    """Every registered model, by name, in registry order."""
-    return _load(str(path))
+def all_models(path: str | Path | None = None) -> dict[str, ModelEntry]:
+    """Every registered model, by name, in registry order ($AUTOCOMP_MODEL_REGISTRY or the
+    shipped registry unless a path is given)."""
+    import os
+
+    return _load(str(path or os.environ.get(REGISTRY_ENV) or REGISTRY_FILE))
 
 
-def get_model(name: str, path: str | Path = REGISTRY_FILE) -> ModelEntry:
+def get_model(name: str, path: str | Path | None = None) -> ModelEntry:
     """One model by name; unknown names get the closest registered names."""
     models = all_models(path)
     if name not in models:
@@ -237,3 +241,21 @@ def profile(name: str, path: str | Path = GENERATION_FILE) -> dict[str, str]:
     if name not in profiles:
         raise UsageError("--profile", name, f"must be one of {', '.join(profiles)}")
     return dict(profiles[name])
+
+
+def gpu_groups(path: str | Path | None = None) -> list[int]:
+    """The distinct GPU counts of registered models (one fan-out per count in evaluate_models)."""
+    return sorted({m.gpus for m in all_models(path).values()})
+
+
+NO_MODEL = "none"  # the one item of an empty fan-out (an empty ParallelFor has no outputs)
+
+
+def models_for(requested: list[str], gpus: int, path: str | Path | None = None) -> list[str]:
+    """The requested models (names, or "all": every non-tiny model) that need `gpus` GPUs;
+    [NO_MODEL] when there are none, so the pipeline's fan-in still has an input."""
+    models = all_models(path)
+    names = [n for n in models if not models[n].is_tiny] if requested == ["all"] else requested
+    for name in names:
+        get_model(name, path)  # unknown names and unreviewed remote code fail here, early
+    return [n for n in names if models[n].gpus == gpus] or [NO_MODEL]

@@ -72,10 +72,11 @@ def finished(path: Path, config: dict[str, Any]) -> bool:
 
 
 def read_stage(
-    path: str | Path, kind: str, option: str = "--input"
+    path: str | Path, kind: str, option: str = "--input", only: int | None = None
 ) -> tuple[pa.Table, dict[str, Any]]:
     """All shards of a stage folder (or one Parquet file) as one table, with the metadata of the
-    first shard. Missing shards are an error that names them."""
+    first shard. Missing shards are an error that names them. `only`: just that shard (a worker
+    of a fanned-out pipeline sees only its own shard's folder)."""
     path = Path(path)
     if path.is_file():
         return open_parquet(path).read(), read_metadata(path)
@@ -93,7 +94,8 @@ def read_stage(
     if len(totals) > 1:
         raise UsageError(option, str(path), f"mixes shard counts {sorted(totals)}")
     total = totals.pop()
-    missing = sorted(set(range(total)) - set(found))
+    wanted = set(range(total)) if only is None else {only}
+    missing = sorted(wanted - set(found))
     if missing:
         raise UsageError(
             option,
@@ -101,5 +103,5 @@ def read_stage(
             f"is missing {kind} shard(s) {', '.join(map(str, missing[:5]))} of {total}; "
             "run them (--shard) before the next stage",
         )
-    tables = [pq.read_table(found[i]) for i in range(total)]
-    return pa.concat_tables(tables, promote_options="default"), read_metadata(found[0])
+    tables = [pq.read_table(found[i]) for i in sorted(wanted)]
+    return pa.concat_tables(tables, promote_options="default"), read_metadata(found[min(wanted)])

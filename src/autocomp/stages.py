@@ -232,3 +232,77 @@ def _input_summary(path: str | Path) -> dict[str, Any]:
 
     meta = read_metadata(path)
     return {k: meta[k] for k in ("table", "seed", "autocomp_version", "n", "count") if k in meta}
+
+
+# ----------------------------------------------------------------------------- pipeline helpers
+
+
+def parse_specs(specs: str) -> list[tuple[str, int]]:
+    """ "color:2,position:3" -> [("color", 2), ("position", 3)]."""
+    out = []
+    for item in (s.strip() for s in specs.split(",") if s.strip()):
+        name, sep, n = item.partition(":")
+        if not sep or not n.isdigit():
+            raise UsageError("--specs", item, "must look like family:N, e.g. color:2,position:3")
+        out.append((name, int(n)))
+    if not out:
+        raise UsageError("--specs", specs, "names no family:N pair")
+    return out
+
+
+def sample_many(specs: str, count: int, seed: int, out: str | Path) -> pa.Table:
+    """Concepts of several (family, N) pairs in one table (`count` each), written atomically."""
+    out = check_output_path(out)
+    tables, documents = [], {}
+    for name, n in parse_specs(specs):
+        table, document = concepts_table(load_family(name), n, count, seed)
+        tables.append(table)
+        documents[f"{name}:{n}"] = document
+    table = pa.concat_tables(tables)
+    write_table(table, out, provenance("concepts", seed=seed, count=count, specs=documents))
+    return table
+
+
+def collect_stage(folders: list[str | Path], out: str | Path) -> int:
+    """Merge the shard folders of a fanned-out stage into one folder (hard links where the
+    filesystem allows, else copies); the same file in two folders must be identical."""
+    import filecmp
+    import shutil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            if not path.is_file():
+                continue
+            target = out / path.relative_to(folder)
+            if target.exists():
+                if not filecmp.cmp(path, target, shallow=False):
+                    raise UsageError("collect", str(target), "differs between two shard folders")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copy2(path, target)
+            count += 1
+    return count
+
+
+def reuse_or_sample(
+    specs: str, count: int, seed: int, store: str, reuse: str, out: str | Path
+) -> pa.Table:
+    """The concept set of a run: fetched from the published benchmark `reuse` (so a re-run with
+    a new generator is comparable concept by concept), or sampled."""
+    if not reuse:
+        return sample_many(specs, count, seed, out)
+    import shutil
+    import tempfile
+
+    from autocomp.storage import open_store
+
+    work = Path(tempfile.mkdtemp(prefix="reuse-"))
+    open_store(store).get(f"benchmarks/{reuse}", work)
+    shutil.copyfile(work / "concepts.parquet", out)
+    return open_parquet(out).read()

@@ -241,7 +241,7 @@ def validate_stage(
     if judge.backend != "transformers_vlm":
         raise UsageError("--vqa", vqa, "must be a generative VLM (see `autocomp models`)")
     shards = check_shard_args(shard, num_shards)
-    table, _ = read_stage(render, "render", "--render")
+    table, _ = read_stage(render, "render", "--render", only=shard)
     require_columns(
         render,
         table.schema,

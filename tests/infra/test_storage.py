@@ -3,6 +3,7 @@ reached through a TCP relay the tests can cut to simulate a server that goes awa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -64,10 +65,8 @@ class Relay:
         except OSError:
             pass
         for s in (a, b):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +104,9 @@ def _output(folder: Path, big: int = 0) -> Path:
 
 def _same_tree(a: Path, b: Path) -> None:
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != MANIFEST)
+    assert files == sorted(
+        p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != MANIFEST
+    )
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes()
 

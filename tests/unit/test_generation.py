@@ -348,3 +348,18 @@ def test_weights_missing_offline_name_the_id_and_the_fix(loader, name, weights):
     with pytest.raises(UsageError) as info:
         getattr(importlib.import_module(module), function)(name)
     assert weights in str(info.value) and "HF_HOME" in str(info.value)
+
+
+def test_an_empty_shard_flows_through_every_stage(run_dir, tmp_path):
+    """With more shards than concepts some shards are empty: they are written, not an error."""
+    folder, _, _ = run_dir
+    render_stage(folder / "captions", tmp_path / "r", "tiny-sd3", num_shards=8)
+    empty = [
+        i
+        for i in range(8)
+        if pq.read_metadata(shard_path(tmp_path / "r", "render", i, 8)).num_rows == 0
+    ]
+    assert empty
+    validate_stage(tmp_path / "r", tmp_path / "v", "tiny-grounding-dino", "tiny-sam2",
+                   "tiny-qwen2.5-vl", shard=empty[0], num_shards=8)  # fmt: skip
+    assert pq.read_metadata(shard_path(tmp_path / "v", "verdicts", empty[0], 8)).num_rows == 0

@@ -1,0 +1,58 @@
+"""The local default: both pipelines end to end on this machine through kfp.local
+(`autocomp run`, `make demo`), with the tiny offline profile unless told otherwise.
+
+The same pipeline definitions as on the cluster; kfp.local runs each component in a subprocess
+of this Python (SubprocessRunner(use_venv=False)), keeps artifacts under <out>/kfp, and the store
+is the local folder <out>/store (the cluster uses s3://...). Resource requests, retries and
+Kubernetes settings are cluster-only and ignored here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+TINY_GENERATION = {
+    "captioner": "tiny-llm",
+    "caption_engine": "transformers",
+    "caption_fallback": "minimal",  # random-weight LLMs never pass the caption check
+    "renderer": "tiny-sd3",
+    "render_batch_size": 4,
+    "detector": "tiny-grounding-dino",
+    "segmenter": "tiny-sam2",
+    "vqa": "tiny-qwen2.5-vl",
+    "all_checks": True,  # random detectors reject everything: run every check to exercise it
+    "keep_rejected": True,  # ...and keep the rejected samples, marked, so the rest can run
+}
+TINY_MODELS = ["tiny-clip", "tiny-siglip", "tiny-qwen2.5-vl"]
+
+
+def run_local(
+    out: str | Path,
+    name: str = "local",
+    specs: str = "color:2,position:2",
+    count: int = 2,
+    seed: int = 0,
+    num_shards: int = 2,
+    models: list[str] | None = None,
+    generation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run generate_benchmark then evaluate_models under kfp.local; return where things are."""
+    from kfp import local
+
+    os.environ.setdefault("AUTOCOMP_PIPELINE_RETRIES", "0")  # before the pipelines are defined
+    from pipelines.evaluate_models import evaluate_models
+    from pipelines.generate_benchmark import generate_benchmark
+
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("AUTOCOMP_CACHE", str(out / "cache"))
+    store = str(out / "store")
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(out / "kfp"))
+    settings = dict(TINY_GENERATION if generation is None else generation)
+    published = generate_benchmark(name=name, store=store, specs=specs, count=count, seed=seed,
+                                   num_shards=num_shards, **settings)  # fmt: skip
+    report = evaluate_models(name=name, store=store, models=models or TINY_MODELS)
+    return {"benchmark": published.output, "report": report.output, "store": store}

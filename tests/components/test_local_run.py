@@ -1,0 +1,37 @@
+"""Both pipelines end to end under kfp.local with the tiny profile (what `make demo` runs)."""
+
+from __future__ import annotations
+
+import glob
+
+import pyarrow.parquet as pq
+
+from autocomp.cli import main
+
+
+def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "tiny-clip" in printed and "tiny-qwen2.5-vl" in printed and "results:" in printed
+    store = out / "store"
+    benchmark = store / "benchmarks" / "local"
+    assert (benchmark / "_manifest.json").is_file() and (benchmark / "README.md").is_file()
+    # the published benchmark is a Hugging Face dataset with embedded images
+    import datasets
+
+    files = sorted(glob.glob(str(benchmark / "data" / "*.parquet")))
+    rows = datasets.load_dataset("parquet", data_files=files, split="train")
+    assert rows.num_rows == 4 and rows[0]["image"].size == (64, 64)
+    assert {r for r in rows["condition"]} == {"minimal", "contextual"}
+    # every model's run is in the store; the report step gathered them
+    runs = sorted(p.name for p in (store / "results" / "local").iterdir())
+    assert runs == ["tiny-clip", "tiny-qwen2.5-vl", "tiny-siglip"]
+    for run in runs:
+        summary = pq.read_table(store / "results" / "local" / run / "summary.parquet")
+        assert set(summary.column("failed").to_pylist()) == {0}
+        assert summary.num_rows == 2 * 2 * 2  # conditions x sets x protocols
+    # a second run resumes: published outputs are complete, nothing is redone
+    before = (benchmark / "_manifest.json").read_text()
+    assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
+    assert (benchmark / "_manifest.json").read_text() == before
