@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test unit lint format bench clean
+.PHONY: help install demo test unit lint format bench clean images push constraints
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,32 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 
 bench: $(STAMP) ## candidate-set throughput at paper scale (prints figures)
 	$(BIN)/python benchmarks/negatives_throughput.py
+
+# Images: names and tags come from components.image() (registry: $AUTOCOMP_IMAGE_REGISTRY,
+# tag: the package version), the same rule the compiled pipelines use. Docker where an engine
+# answers, else buildah (rootless-friendly, --isolation chroot). DRY_RUN=1 prints the commands.
+IMAGE_KINDS := core generate caption eval
+BASE_IMAGE  ?= python:3.11-slim-bookworm
+BUILDER     ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo buildah)
+BUILD_FLAGS  = $(if $(filter buildah,$(BUILDER)),bud --isolation chroot,build)
+RUN_OR_ECHO  = $(if $(DRY_RUN),echo,)
+
+images: $(STAMP) ## build the container images (docker or buildah; DRY_RUN=1 to print only)
+	@for kind in $(IMAGE_KINDS); do \
+	  tag=$$($(BIN)/python -c "from components import image; print(image('$$kind'))"); \
+	  $(RUN_OR_ECHO) $(BUILDER) $(BUILD_FLAGS) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	    -f images/$$kind/Dockerfile -t $$tag . || exit 1; \
+	done
+
+push: $(STAMP) ## push the images built by `make images`
+	@for kind in $(IMAGE_KINDS); do \
+	  tag=$$($(BIN)/python -c "from components import image; print(image('$$kind'))"); \
+	  $(RUN_OR_ECHO) $(BUILDER) push $$tag || exit 1; \
+	done
+
+constraints: $(STAMP) ## re-pin images/constraints.txt from the tested environment
+	{ head -2 images/constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^autocomp'; } > images/constraints.tmp
+	mv images/constraints.tmp images/constraints.txt
 
 clean: ## remove the venv, caches and demo outputs
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
