@@ -13,7 +13,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,eval,generate,pipelines]'
+	$(BIN)/pip install --quiet -e '.[dev,eval,generate,pipelines,report]'
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install autocomp with its dev tools and model stack

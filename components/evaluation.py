@@ -50,8 +50,8 @@ def collect_scores(parts: Input[List[Dataset]], results: Output[Dataset]) -> Non
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
-def report(store: str, name: str, results: Output[Dataset]) -> str:
-    from autocomp.evaluation import gather_results
+def report(store: str, name: str, seed: int, report: Output[Dataset]) -> str:
+    from autocomp.report import report_from_store
 
-    table = gather_results(store, name, results.path)
-    return f"{table.num_rows} summary rows from {store}/results/{name}"
+    done = report_from_store(store, name, report.path, seed)
+    return str(done["html"])

@@ -9,6 +9,7 @@ Kubernetes settings are cluster-only and ignored here.
 
 from __future__ import annotations
 
+import builtins
 import os
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,8 @@ def run_local(
     """Run generate_benchmark then evaluate_models under kfp.local; return where things are."""
     from kfp import local
 
-    os.environ.setdefault("AUTOCOMP_PIPELINE_RETRIES", "0")  # before the pipelines are defined
-    from pipelines.evaluate_models import evaluate_models
-    from pipelines.generate_benchmark import generate_benchmark
+    from pipelines import evaluate_models as evaluate_module
+    from pipelines import generate_benchmark as generate_module
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -52,7 +52,20 @@ def run_local(
     store = str(out / "store")
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(out / "kfp"))
     settings = dict(TINY_GENERATION if generation is None else generation)
-    published = generate_benchmark(name=name, store=store, specs=specs, count=count, seed=seed,
-                                   num_shards=num_shards, **settings)  # fmt: skip
-    report = evaluate_models(name=name, store=store, models=models or TINY_MODELS)
+    generate_benchmark = generate_module.build(retries=False)
+    evaluate_models = evaluate_module.build(retries=False)
+    print_function = builtins.print  # kfp.local's indented_print can leave print patched
+    try:
+        published = generate_benchmark(
+            name=name,
+            store=store,
+            specs=specs,
+            count=count,
+            seed=seed,
+            num_shards=num_shards,
+            **settings,
+        )
+        report = evaluate_models(name=name, store=store, models=models or TINY_MODELS)
+    finally:
+        builtins.print = print_function
     return {"benchmark": published.output, "report": report.output, "store": store}

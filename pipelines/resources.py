@@ -5,7 +5,6 @@ Data, in one dict: the pipelines apply it to their tasks; kfp.local ignores all 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 # cpu/memory are limits (requests are set equal); gpus: nvidia.com/gpu count
@@ -32,13 +31,12 @@ SECRET_KEYS = {
     "secret_key": "AWS_SECRET_ACCESS_KEY",
 }
 GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")
-# The local run sets this to 0 before the pipelines are defined: on one machine a failure is a
-# bug to see at once, not a flaky node to wait out with backoff.
-RETRIES_ENV = "AUTOCOMP_PIPELINE_RETRIES"
 
 
-def configure(task: Any, step: str, gpus: int | None = None) -> Any:
-    """Apply one step's settings to a pipeline task (gpus overrides the step's GPU count)."""
+def configure(task: Any, step: str, gpus: int | None = None, retries: bool = True) -> Any:
+    """Apply one step's settings to a pipeline task (gpus overrides the step's GPU count;
+    retries=False for the local run, where a failure is a bug to see at once, not a flaky node
+    to wait out with backoff)."""
     from kfp import kubernetes
 
     spec = STEPS[step]
@@ -46,10 +44,9 @@ def configure(task: Any, step: str, gpus: int | None = None) -> Any:
     task.set_cpu_limit(spec["cpu"]).set_cpu_request(spec["cpu"])
     task.set_memory_limit(spec["memory"]).set_memory_request(spec["memory"])
     task.set_caching_options(spec["cache"])
-    retries = int(os.environ.get(RETRIES_ENV, spec.get("retries", 0)))
     if retries and spec.get("retries"):
         task.set_retry(
-            num_retries=retries,
+            num_retries=spec["retries"],
             backoff_duration="60s",
             backoff_factor=2.0,
             backoff_max_duration="3600s",

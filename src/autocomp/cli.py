@@ -412,6 +412,23 @@ def _run(args: argparse.Namespace) -> None:
     print(f"report:    {where['report']}")
 
 
+def _report(args: argparse.Namespace) -> None:
+    from autocomp.report import report_from_store, report_stage
+
+    if bool(args.run_dir) == bool(args.store):
+        raise UsageError("--run", args.run_dir, "give a run folder (--run) or --store with --name")
+    if args.store:
+        if not args.name:
+            raise UsageError("--name", None, "give the benchmark name in the store")
+        done = report_from_store(args.store, args.name, args.out, args.seed)
+    else:
+        done = report_stage(args.run_dir, args.out, args.seed, compare=args.compare)
+    print(
+        f"report: {done['html']} ({len(done['tables'])} tables as CSV, Parquet and LaTeX in "
+        f"{done['html'].parent / 'tables'})"
+    )
+
+
 def _demo(args: argparse.Namespace) -> None:
     from autocomp.demo import run_demo
 
@@ -592,6 +609,23 @@ def build_parser() -> argparse.ArgumentParser:
             p.set_defaults(run=_schedule)
         else:
             p.set_defaults(run=_submit)
+
+    p = verbs.add_parser("report", help="HTML report, CSV, Parquet and LaTeX tables of a run")
+    p.add_argument(
+        "--run", dest="run_dir", default=None, help="run folder: benchmark/ and results/<model>/"
+    )
+    p.add_argument("--store", default=None, help="or: a store holding benchmarks/<name>")
+    p.add_argument("--name", default=None, help="benchmark name in the store")
+    p.add_argument("--out", default="report", help="output folder (default report)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstraps")
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="another generator's run on the same concepts (repeatable; Table 9)",
+    )
+    p.set_defaults(run=_report)
 
     p = verbs.add_parser("demo", help="sample every family, build candidate sets, print a summary")
     p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")

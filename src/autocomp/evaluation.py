@@ -398,17 +398,3 @@ def collect_runs(folders: list[str | Path], out: str | Path) -> pa.Table:
     table = pa.concat_tables(tables) if tables else pa.table({})
     write_table(table, out / "summary.parquet", provenance("summary", runs=len(folders)))
     return table
-
-
-def gather_results(store: str, name: str, out: str | Path) -> pa.Table:
-    """Every model run published under results/<name>/ in the store, as one summary table."""
-    from autocomp.storage import open_store
-
-    target = open_store(store)
-    prefix = f"results/{name}/"
-    folders = []
-    for key in target.outputs(prefix):
-        folder = Path(out) / "runs" / key[len(prefix) :]
-        target.get(key, folder)
-        folders.append(folder)
-    return collect_runs(folders, out)

@@ -53,7 +53,9 @@ def hf_schema(schema: pa.Schema) -> pa.Schema:
     """The schema with `datasets` features metadata (so the image column loads as an Image)."""
     features = {f.name: _feature(f.type) for f in schema}
     info = {"info": {"features": features}}
-    return schema.with_metadata({b"huggingface": json.dumps(info).encode()})
+    return schema.with_metadata(
+        {**(schema.metadata or {}), b"huggingface": json.dumps(info).encode()}
+    )
 
 
 def _embed(table: pa.Table, images_root: Path) -> pa.Table:

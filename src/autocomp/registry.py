@@ -39,7 +39,9 @@ _REQUIRED = {
     "open_clip": _COMMON | {"architecture", "preprocess"},
     "transformers_vlm": _COMMON | {"model_class"},
 }
-_OPTIONAL = {"paper_name", "hf_hub", "notes", "allow_remote_code", "prompt", "tiny_config"}
+_OPTIONAL = {
+    "paper_name", "hf_hub", "notes", "allow_remote_code", "prompt", "tiny_config", "base_model",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class ModelEntry:
     notes: str | None = None
     prompt: str | None = None
     allow_remote_code: bool = False
+    base_model: str | None = None  # hard-negative fine-tunes: the model they started from
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

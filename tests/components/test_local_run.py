@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
@@ -31,6 +32,10 @@ def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):
         summary = pq.read_table(store / "results" / "local" / run / "summary.parquet")
         assert set(summary.column("failed").to_pylist()) == {0}
         assert summary.num_rows == 2 * 2 * 2  # conditions x sets x protocols
+    # the evaluation pipeline ends with the report
+    report_line = next(line for line in printed.splitlines() if line.startswith("report:"))
+    page = report_line.split(":", 1)[1].strip()
+    assert page.endswith("index.html") and "<svg" in Path(page).read_text()
     # a second run resumes: published outputs are complete, nothing is redone
     before = (benchmark / "_manifest.json").read_text()
     assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
