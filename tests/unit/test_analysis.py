@@ -209,3 +209,17 @@ def test_cross_generator_uses_matched_concepts_and_ranks_models():
         {"sd35": run(range(4), True, False), "turbo": run(range(4), False, True)}
     )
     assert order.column("kendall_tau").to_pylist() == [-1.0]
+
+
+def test_per_relation_by_hand():
+    bench = pa.table({"sample_id": ["c0/minimal", "c1/minimal", "c2/minimal"],
+                      "attributes": [["above"], ["above"], ["under"]]})  # fmt: skip
+    rows = [_pred("m", "c0/minimal", True, family="position"),
+            _pred("m", "c1/minimal", False, family="position"),
+            _pred("m", "c2/minimal", True, family="position"),
+            _pred("m", "c2/minimal", False, family="position", set_name="confusion")]  # fmt: skip
+    got = {
+        r["relation"]: (r["items"], r["accuracy"])
+        for r in analysis.per_relation(_table(rows), bench).to_pylist()
+    }
+    assert got == {"above": (2, 0.5), "under": (1, 1.0)}
