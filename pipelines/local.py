@@ -27,6 +27,10 @@ TINY_GENERATION = {
     "keep_rejected": True,  # ...and keep the rejected samples, marked, so the rest can run
 }
 TINY_MODELS = ["tiny-clip", "tiny-siglip", "tiny-qwen2.5-vl"]
+# The paper's models (pipeline defaults) on one GPU workstation: captions through transformers,
+# since vLLM lives in its own image on the cluster.
+PAPER_GENERATION = {"caption_engine": "transformers"}
+PROFILES = {"tiny": (TINY_GENERATION, TINY_MODELS), "paper": (PAPER_GENERATION, ["all"])}
 
 
 def run_local(
@@ -38,6 +42,7 @@ def run_local(
     num_shards: int = 2,
     models: list[str] | None = None,
     generation: dict[str, Any] | None = None,
+    profile: str = "tiny",
 ) -> dict[str, Any]:
     """Run generate_benchmark then evaluate_models under kfp.local; return where things are."""
     from kfp import local
@@ -47,11 +52,14 @@ def run_local(
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if profile == "tiny":  # random weights: nothing to download
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("AUTOCOMP_CACHE", str(out / "cache"))
     store = str(out / "store")
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(out / "kfp"))
-    settings = dict(TINY_GENERATION if generation is None else generation)
+    default_settings, default_models = PROFILES[profile]
+    settings = dict(default_settings if generation is None else generation)
+    models = models or default_models
     generate_benchmark = generate_module.build(retries=False)
     evaluate_models = evaluate_module.build(retries=False)
     print_function = builtins.print  # kfp.local's indented_print can leave print patched
@@ -65,7 +73,7 @@ def run_local(
             num_shards=num_shards,
             **settings,
         )
-        report = evaluate_models(name=name, store=store, models=models or TINY_MODELS)
+        report = evaluate_models(name=name, store=store, models=models)
     finally:
         builtins.print = print_function
     return {"benchmark": published.output, "report": report.output, "store": store}

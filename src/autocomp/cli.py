@@ -382,6 +382,8 @@ def _run(args: argparse.Namespace) -> None:
 
     where = run_local(
         args.out,
+        profile=args.profile,
+        models=args.models or None,
         name=args.name,
         specs=args.specs,
         count=args.count,
@@ -570,6 +572,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=2, help="concepts per family:N (default 2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-shards", type=int, default=2)
+    p.add_argument(
+        "--profile",
+        default="tiny",
+        choices=("tiny", "paper"),
+        help="tiny: random-weight models, offline CPU (default); paper: the paper's "
+        "models on this machine's GPU (weights from the hub)",
+    )
+    p.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        default=[],
+        help="a model to score (repeatable; default: the profile's)",
+    )
     p.set_defaults(run=_run)
 
     p = verbs.add_parser("compile", help="compile the Kubeflow pipelines to YAML")
