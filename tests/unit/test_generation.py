@@ -90,10 +90,11 @@ def test_caption_stage_with_the_tiny_llm(run_dir):
     attempts, _ = read_stage(folder / "captions", "caption_attempts")
     assert captions.num_rows == 3 and attempts.num_rows == 9
     assert meta["config"]["captioner"]["settings"]["temperature"] == 0.7
-    assert set(attempts.column("verdict").to_pylist()) <= {
-        "empty", "multiline", "too_long", "missing_object", "missing_attribute", "unbound",
-        "extra_mention", "wrong_binding", "not_found", "ambiguous",
-    } or "accepted" not in attempts.column("verdict").to_pylist()  # fmt: skip
+    # random weights never produce a caption that states its concept: every attempt is rejected
+    # with one of the protocol's reason codes
+    reasons = {"empty", "multiline", "too_long", "overlap", "missing_binding", "unbound_mention",
+               "relation_count"}  # fmt: skip
+    assert set(attempts.column("verdict").to_pylist()) <= reasons
 
 
 def test_caption_stage_resumes_and_refuses_another_config(run_dir):
