@@ -24,20 +24,11 @@ def query_text(name: str) -> str:
     return f"{name.strip().lower()}."
 
 
-def _load_model(auto_class: Any, source: str, random_weights: bool) -> Any:
-    """from_pretrained, or (random_weights, for throughput benchmarks) from the config alone."""
-    if not random_weights:
-        return auto_class.from_pretrained(source)
-    from transformers import AutoConfig
+class _ProcessorModel:
+    """A transformers processor + model pair loaded from a registry entry (shared loading)."""
 
-    config = AutoConfig.from_pretrained(source)
-    if hasattr(auto_class, "from_config"):
-        return auto_class.from_config(config)
-    return auto_class._from_config(config)
-
-
-class Detector:
-    """Open-vocabulary detection with Grounding DINO (box and text thresholds from settings)."""
+    model_class = ""  # the transformers class that loads the weights
+    option = ""  # the CLI option that chose the model, for errors
 
     def __init__(
         self,
@@ -47,19 +38,35 @@ class Detector:
         **overrides: Any,
     ) -> None:
         import torch
-        from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+        import transformers
 
         self.entry = entry
         self.settings = {**entry.settings, **overrides}
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         source = entry.source()
+        model_class = getattr(transformers, self.model_class)
         try:
-            self.processor = AutoProcessor.from_pretrained(source)
-            self.model = _load_model(AutoModelForZeroShotObjectDetection, source, random_weights)
+            self.processor = transformers.AutoProcessor.from_pretrained(source)
+            if random_weights:  # throughput benchmarks: the architecture from its config alone
+                config = transformers.AutoConfig.from_pretrained(source)
+                load = getattr(model_class, "from_config", None) or model_class._from_config
+                self.model = load(config)
+            else:
+                self.model = model_class.from_pretrained(source)
         except (OSError, ValueError) as exc:
-            raise weights_error("--detector", entry, exc) from exc
+            raise weights_error(self.option, entry, exc) from exc
         self.model = self.model.to(self.device).eval()
-        self.max_text_len = int(getattr(self.model.config, "max_text_len", 256))
+
+
+class Detector(_ProcessorModel):
+    """Open-vocabulary detection with Grounding DINO (box and text thresholds from settings)."""
+
+    model_class = "AutoModelForZeroShotObjectDetection"
+    option = "--detector"
+
+    @property
+    def max_text_len(self) -> int:
+        return int(getattr(self.model.config, "max_text_len", 256))
 
     def too_long(self, names: Sequence[str]) -> list[str]:
         """Class names whose query does not fit the detector's text length."""
@@ -92,29 +99,11 @@ class Detector:
         return [(r["boxes"].tolist(), r["scores"].tolist()) for r in results]
 
 
-class Segmenter:
+class Segmenter(_ProcessorModel):
     """SAM2 masks prompted by boxes: one boolean (height, width) union mask per image."""
 
-    def __init__(
-        self,
-        entry: GenerationModel,
-        device: str | None = None,
-        random_weights: bool = False,
-        **overrides: Any,
-    ) -> None:
-        import torch
-        from transformers import AutoProcessor, Sam2Model
-
-        self.entry = entry
-        self.settings = {**entry.settings, **overrides}
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        source = entry.source()
-        try:
-            self.processor = AutoProcessor.from_pretrained(source)
-            self.model = _load_model(Sam2Model, source, random_weights)
-        except (OSError, ValueError) as exc:
-            raise weights_error("--segmenter", entry, exc) from exc
-        self.model = self.model.to(self.device).eval()
+    model_class = "Sam2Model"
+    option = "--segmenter"
 
     def union_mask(self, image: Any, boxes: Sequence[Box]) -> Any:
         import numpy as np
