@@ -104,3 +104,32 @@ caption:
 """
         + CONTEXTUAL_BLOCK % ("cup, lamp", "above", "A cup is above a lamp.")
     )
+
+
+def assert_renders_in_chromium(page: Path, shot: Path) -> None:
+    """Render an HTML page in headless Chromium: no console errors, a non-blank screenshot.
+    Skipped where Chromium is missing, except in CI (.ci/run installs Debian's chromium)."""
+    import os
+    import shutil
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's chromium (.ci/run does)")
+        pytest.skip("chromium is not installed here")
+    done = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1280,2000", f"--screenshot={shot}", "--enable-logging=stderr", "--v=0",
+         page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == []
+    with Image.open(shot) as image:
+        assert image.size == (1280, 2000)
+        assert len(np.unique(np.asarray(image.convert("L")))) > 10  # not a blank page

@@ -32,7 +32,7 @@ import pyarrow as pa
 from autocomp.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
 from autocomp.errors import UsageError
 from autocomp.family import load_family
-from autocomp.registry import GenerationModel, get_generation_model
+from autocomp.registry import GenerationModel, get_generation_model, weights_error
 from autocomp.shards import check_shard_args, finished, prepare_folder, shard_of, shard_path
 from autocomp.tables import CONCEPTS_SCHEMA, open_parquet, provenance, require_columns, write_table
 
@@ -173,16 +173,6 @@ class VllmCaptioner:
 
 
 ENGINE_CLASSES: dict[str, type] = {"transformers": TransformersCaptioner, "vllm": VllmCaptioner}
-
-
-def weights_error(option: str, entry: GenerationModel, exc: BaseException) -> UsageError:
-    return UsageError(
-        f"{option} {entry.name}",
-        entry.weights,
-        f"weights could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); on an offline "
-        "machine, download them into the Hugging Face cache first (HF_HOME), or use the tiny "
-        "profile",
-    )
 
 
 def load_captioner(

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autocomp.captioning import weights_error
-from autocomp.registry import GenerationModel, get_generation_model
+from autocomp.registry import GenerationModel, get_generation_model, weights_error
 
 Box = list[float]
 

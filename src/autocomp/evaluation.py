@@ -39,6 +39,7 @@ from autocomp import __version__
 from autocomp.errors import UsageError
 from autocomp.registry import ModelEntry
 from autocomp.scoring import Scorer, ScoreRequest
+from autocomp.storage import file_sha256
 from autocomp.tables import open_parquet, provenance, read_metadata, require_columns, write_table
 
 REQUIRED = (
@@ -203,16 +204,6 @@ def _stream_items(source: pq.ParquetFile, batch_size: int = 512) -> Iterator[Ite
             index += 1
 
 
-def _file_sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _done_ids(out: Path) -> set[str]:
     done: set[str] = set()
     for part in sorted((out / "predictions").glob("part-*.parquet")):
@@ -261,7 +252,7 @@ def score_stage(
             "has no image column; pass --blind to score captions alone",
         )
     out = Path(out)
-    digest = _file_sha256(Path(benchmark))
+    digest = file_sha256(Path(benchmark))
     record = {
         "model": entry.name, "entry": entry.record(), "benchmark": str(benchmark),
         "benchmark_sha": digest, "benchmark_metadata": read_metadata(benchmark),

@@ -219,6 +219,16 @@ def _generation(path: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[st
     return raw["profiles"], models
 
 
+def weights_error(option: str, entry: GenerationModel, exc: BaseException) -> UsageError:
+    return UsageError(
+        f"{option} {entry.name}",
+        entry.weights,
+        f"weights could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); on an offline "
+        "machine, download them into the Hugging Face cache first (HF_HOME), or use the tiny "
+        "profile",
+    )
+
+
 def generation_models(role: str, path: str | Path = GENERATION_FILE) -> dict[str, GenerationModel]:
     """Every registered model of one role, by name."""
     return _generation(str(path))[1][role]

@@ -29,9 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from autocomp.captioning import weights_error
 from autocomp.errors import UsageError
-from autocomp.registry import GenerationModel, get_generation_model
+from autocomp.registry import GenerationModel, get_generation_model, weights_error
 from autocomp.shards import (
     check_shard_args,
     finished,
@@ -40,6 +39,7 @@ from autocomp.shards import (
     shard_of,
     shard_path,
 )
+from autocomp.storage import file_sha256
 from autocomp.tables import provenance, require_columns, write_table
 
 CONDITIONS = ("minimal", "contextual")
@@ -172,10 +172,6 @@ def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
     image.save(tmp, format="PNG", pnginfo=meta)
     os.replace(tmp, path)
     return file_sha256(path)
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _existing(path: Path) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from autocomp.cli import main
+from tests.conftest import assert_renders_in_chromium
 
 
 def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):
@@ -36,6 +37,7 @@ def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):
     report_line = next(line for line in printed.splitlines() if line.startswith("report:"))
     page = report_line.split(":", 1)[1].strip()
     assert page.endswith("index.html") and "<svg" in Path(page).read_text()
+    assert_renders_in_chromium(Path(page), tmp_path / "demo-report.png")
     # a second run resumes: published outputs are complete, nothing is redone
     before = (benchmark / "_manifest.json").read_text()
     assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,6 +11,7 @@ import pytest
 from autocomp.cli import main
 from autocomp.evaluation import PREDICTIONS_SCHEMA
 from autocomp.stages import negatives_stage, sample_stage
+from tests.conftest import assert_renders_in_chromium
 
 
 @pytest.fixture(scope="module")
@@ -99,29 +98,8 @@ def test_report_needs_a_run(tmp_path, capsys):
 
 
 def test_report_renders_in_headless_chromium(run_dir, tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must install Debian's chromium (.ci/run does)")
-        pytest.skip("chromium is not installed here")
     main(["report", "--run", str(run_dir), "--out", str(tmp_path / "r")])
-    shot = tmp_path / "report.png"
-    done = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--window-size=1280,2000", f"--screenshot={shot}", "--enable-logging=stderr", "--v=0",
-         (tmp_path / "r" / "index.html").as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert console == []
-    from PIL import Image
-
-    with Image.open(shot) as image:
-        assert image.size == (1280, 2000)
-        import numpy as np
-
-        assert len(np.unique(np.asarray(image.convert("L")))) > 10  # not a blank page
+    assert_renders_in_chromium(tmp_path / "r" / "index.html", tmp_path / "report.png")
 
 
 def test_report_compares_generators_on_matched_concepts(run_dir, tmp_path):
