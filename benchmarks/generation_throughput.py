@@ -32,9 +32,9 @@ os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 from autocomp import checks  # noqa: E402
-from autocomp.concepts import sample_concepts  # noqa: E402
-from autocomp.family import load_family  # noqa: E402
-from autocomp.registry import get_generation_model, profile  # noqa: E402
+from autocomp.generation.registry import get_generation_model, profile  # noqa: E402
+from autocomp.protocol.concepts import sample_concepts  # noqa: E402
+from autocomp.protocol.family import load_family  # noqa: E402
 
 PAPER_OBJECT_SURVIVAL = 0.47  # A.12: ~47,000 of 100,000 images reach the VQA check
 
@@ -42,7 +42,7 @@ PAPER_OBJECT_SURVIVAL = 0.47  # A.12: ~47,000 of 100,000 images reach the VQA ch
 def render_rate(args, dtype_name: str, batch: int, prompts, seeds) -> float:
     import torch
 
-    from autocomp.rendering import Renderer
+    from autocomp.generation.render import Renderer
 
     entry = get_generation_model("renderer", args.renderer)
     dtype = getattr(torch, dtype_name) if args.device != "cpu" else torch.float32
@@ -68,9 +68,9 @@ def _sync(device: str) -> None:
 
 def validation_costs(args, images, concepts, family) -> dict[str, float]:
     """Seconds per unit of each check (per class query, per Minimal image, per question)."""
-    from autocomp.detection import Detector, Segmenter
+    from autocomp.generation.detection import Detector, Segmenter
+    from autocomp.generation.vqa import VqaJudge
     from autocomp.scoring import load_scorer
-    from autocomp.vqa import VqaJudge
 
     names = profile(args.profile)
     det_entry = get_generation_model("detector", names["detector"])
@@ -121,7 +121,7 @@ def main() -> None:
     entry = get_generation_model("renderer", args.renderer)
     family = load_family("color")
     concepts = sample_concepts(family, args.n, args.images, seed=0)
-    from autocomp.captions import minimal_caption
+    from autocomp.protocol.minimal import minimal_caption
 
     prompts = [minimal_caption(family, c.objects, c.labels) for c in concepts]
     seeds = list(range(len(prompts)))
@@ -134,7 +134,7 @@ def main() -> None:
         f"  batched ({entry.dtype}, batch {args.batch}):   {fast:8.3f} images/s   x{fast / naive:.2f}"
     )
 
-    from autocomp.rendering import Renderer
+    from autocomp.generation.render import Renderer
 
     renderer = Renderer(entry, device=args.device, random_weights=args.random_weights)
     images = renderer.render(prompts, seeds)

@@ -28,12 +28,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from autocomp.binding import bind
-from autocomp.captions import minimal_caption, spec_text
-from autocomp.concepts import count_concepts, sample_concepts
-from autocomp.family import load_family
-from autocomp.negatives import arrangements, build_candidates
-from autocomp.stages import negatives_stage
+from autocomp.protocol.binding import bind
+from autocomp.protocol.concepts import count_concepts, sample_concepts
+from autocomp.protocol.family import load_family
+from autocomp.protocol.minimal import minimal_caption, spec_text
+from autocomp.protocol.negatives import arrangements, build_candidates
+from autocomp.protocol.stages import negatives_stage
 
 # Table 2 of the paper: validated samples (Minimal, Contextual) per benchmark.
 TABLE_2 = {

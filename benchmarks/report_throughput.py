@@ -2,7 +2,7 @@
 
 Synthetic predictions shaped like the paper's suite: 259,579 samples per model (both
 conditions), Swap and Confusion, both protocols, `--models` models. Times the vectorised
-analyses (autocomp.analysis: pyarrow group-bys and joins, exact binomial intervals, multinomial
+analyses (autocomp.analysis.statistics: pyarrow group-bys and joins, exact binomial intervals, multinomial
 paired bootstrap from counts) against a naive per-row Python baseline (dictionaries, one
 bootstrap per cell by resampling items) run on the same rows, and checks they agree.
 
@@ -19,8 +19,8 @@ from collections import defaultdict
 import numpy as np
 import pyarrow as pa
 
-from autocomp import analysis
-from autocomp.evaluation import PREDICTIONS_SCHEMA
+from autocomp.analysis import statistics as analysis
+from autocomp.scoring.stage import PREDICTIONS_SCHEMA
 
 
 def synthetic(models: int, samples: int, seed: int = 0) -> pa.Table:

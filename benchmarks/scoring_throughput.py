@@ -25,10 +25,10 @@ os.environ.setdefault("AUTOCOMP_CACHE", tempfile.mkdtemp(prefix="autocomp-tiny-"
 
 from PIL import Image  # noqa: E402
 
-from autocomp.captions import minimal_caption  # noqa: E402
-from autocomp.concepts import sample_concepts  # noqa: E402
-from autocomp.family import load_family  # noqa: E402
-from autocomp.negatives import build_candidates  # noqa: E402
+from autocomp.protocol.concepts import sample_concepts  # noqa: E402
+from autocomp.protocol.family import load_family  # noqa: E402
+from autocomp.protocol.minimal import minimal_caption  # noqa: E402
+from autocomp.protocol.negatives import build_candidates  # noqa: E402
 from autocomp.scoring import ScoreRequest, load_scorer  # noqa: E402
 
 

@@ -1,21 +1,7 @@
-"""KFP lightweight components: one per stage, each a thin wrapper around one autocomp stage
-function (no logic here). Images are named by `image(kind)`: the registry comes from
-AUTOCOMP_IMAGE_REGISTRY at compile time, the tag is the package version (images/ and the Makefile
-use the same rule)."""
+"""The KFP components, one per stage. Their definitions ship inside the installed package
+(`autocomp.pipelines.components`), so every verb and every image can use them; this folder is
+the entry point users look for."""
 
-from __future__ import annotations
+from autocomp.pipelines.components import IMAGE_KINDS, image
 
-import os
-
-from autocomp import __version__
-
-IMAGE_KINDS = ("core", "generate", "caption", "eval")
-DEFAULT_REGISTRY = "ghcr.io/autocomp"
-
-
-def image(kind: str) -> str:
-    """The container image of one kind, tagged with the package version."""
-    if kind not in IMAGE_KINDS:
-        raise ValueError(f"unknown image kind {kind!r}; one of {IMAGE_KINDS}")
-    registry = os.environ.get("AUTOCOMP_IMAGE_REGISTRY", DEFAULT_REGISTRY).rstrip("/")
-    return f"{registry}/autocomp-{kind}:{__version__}"
+__all__ = ["IMAGE_KINDS", "image"]

@@ -1,57 +1,11 @@
-"""Components of the evaluate_models pipeline."""
+"""Components of the evaluate_models pipeline (defined in autocomp.pipelines.components)."""
 
-from typing import List  # noqa: UP035  (KFP reads the annotation's name)
+from autocomp.pipelines.components.evaluation import (
+    collect_scores,
+    fetch,
+    report,
+    score,
+    select_models,
+)
 
-from kfp import dsl
-from kfp.dsl import Dataset, Input, Output
-
-from components import image
-
-
-@dsl.component(base_image=image("core"), install_kfp_package=False)
-def fetch(store: str, name: str, benchmark: Output[Dataset]) -> None:
-    import os
-    import tempfile
-
-    from autocomp.publish import fetch_benchmark
-
-    os.makedirs(benchmark.path, exist_ok=True)
-    fetch_benchmark(
-        store,
-        name,
-        tempfile.mkdtemp(prefix="fetch-"),
-        os.path.join(benchmark.path, "benchmark.parquet"),
-    )
-
-
-@dsl.component(base_image=image("core"), install_kfp_package=False)
-def select_models(requested: List[str], gpus: int) -> List[str]:  # noqa: UP006
-    from autocomp.registry import models_for
-
-    return models_for(requested, gpus)
-
-
-@dsl.component(base_image=image("eval"), install_kfp_package=False)
-def score(
-    benchmark: Input[Dataset], model: str, store: str, name: str, scores: Output[Dataset]
-) -> None:
-    import os
-
-    from autocomp.evaluation import score_model
-
-    score_model(model, os.path.join(benchmark.path, "benchmark.parquet"), scores.path, store, name)
-
-
-@dsl.component(base_image=image("core"), install_kfp_package=False)
-def collect_scores(parts: Input[List[Dataset]], results: Output[Dataset]) -> None:  # noqa: UP006
-    from autocomp.evaluation import collect_runs
-
-    collect_runs([p.path for p in parts], results.path)
-
-
-@dsl.component(base_image=image("core"), install_kfp_package=False)
-def report(store: str, name: str, seed: int, report: Output[Dataset]) -> str:
-    from autocomp.report import report_from_store
-
-    done = report_from_store(store, name, report.path, seed)
-    return str(done["html"])
+__all__ = ["collect_scores", "fetch", "report", "score", "select_models"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from autocomp.family import FAMILY_PATH_ENV, load_family
+from autocomp.protocol.family import FAMILY_PATH_ENV, load_family
 
 FIXTURE_FAMILIES = Path(__file__).parent / "fixtures" / "families"
 

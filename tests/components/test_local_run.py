@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from autocomp.cli import main
+from autocomp.cli.main import main
 from tests.conftest import assert_renders_in_chromium
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import IMAGE_KINDS, image
+from autocomp.pipelines.components import IMAGE_KINDS, image
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

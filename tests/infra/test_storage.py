@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autocomp.errors import UsageError
-from autocomp.storage import MANIFEST, LocalStore, S3Store, StorageError, open_store
+from autocomp.store.storage import MANIFEST, LocalStore, S3Store, StorageError, open_store
 
 
 def _free_port() -> int:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from autocomp import __version__
-from autocomp.cli import main
+from autocomp.cli.main import main
 
 SECRET_MARKER = "s3cr3t-value-that-must-not-leak"
 
@@ -97,7 +97,7 @@ def test_images_carry_the_package_version(compiled):
 
 
 def test_evaluation_fans_out_per_gpu_count(compiled):
-    from autocomp.registry import gpu_groups
+    from autocomp.scoring.registry import gpu_groups
 
     spec, _ = _docs(compiled / "evaluate_models.yaml")
     executors = spec["deploymentSpec"]["executors"]
@@ -112,7 +112,7 @@ def test_evaluation_fans_out_per_gpu_count(compiled):
 
 
 def test_a_new_model_in_the_registry_needs_no_pipeline_change(tmp_path, monkeypatch):
-    from autocomp.registry import REGISTRY_FILE
+    from autocomp.scoring.registry import REGISTRY_FILE
 
     text = REGISTRY_FILE.read_text() + (
         "- {name: giant-vlm, title: Giant, backend: transformers_vlm, score: loglik,"
@@ -121,7 +121,7 @@ def test_a_new_model_in_the_registry_needs_no_pipeline_change(tmp_path, monkeypa
     )
     (tmp_path / "registry.yaml").write_text(text)
     monkeypatch.setenv("AUTOCOMP_MODEL_REGISTRY", str(tmp_path / "registry.yaml"))
-    import pipelines.evaluate_models as module
+    import autocomp.pipelines.evaluate_models as module
 
     try:
         importlib.reload(module)

@@ -6,10 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from autocomp import analysis
-from autocomp.evaluation import PREDICTIONS_SCHEMA
-from autocomp.negatives import arrangements
-from autocomp.report import human_results
+from autocomp.analysis import statistics as analysis
+from autocomp.analysis.report import human_results
+from autocomp.protocol.negatives import arrangements
+from autocomp.scoring.stage import PREDICTIONS_SCHEMA
 
 
 def _pred(model, sample_id, correct, family="color", n=2, condition=None, set_name="swap",
@@ -109,7 +109,7 @@ def test_same_scene_choices_are_their_own_type():
 
 
 def test_confusion_taxonomy_shares(color):
-    from autocomp.negatives import build_candidates
+    from autocomp.protocol.negatives import build_candidates
 
     sets = build_candidates(color, ["cup", "lamp"], ["red", "blue"], "A red cup and a blue lamp.")
     bench = pa.table({"sample_id": ["c0/minimal", "c1/minimal", "c2/minimal"],

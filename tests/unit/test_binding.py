@@ -1,6 +1,6 @@
 import pytest
 
-from autocomp.binding import BindingError, bind
+from autocomp.protocol.binding import BindingError, bind
 
 
 def reason(family, objects, labels, text):

@@ -1,9 +1,9 @@
 import pytest
 
-from autocomp.binding import bind
-from autocomp.captions import minimal_caption, spec_text
-from autocomp.concepts import sample_concepts
-from autocomp.family import load_all
+from autocomp.protocol.binding import bind
+from autocomp.protocol.concepts import sample_concepts
+from autocomp.protocol.family import load_all
+from autocomp.protocol.minimal import minimal_caption, spec_text
 
 HAND_CHECKED = [
     ("color", ["cup"], ["orange"], "An orange cup on a white background."),
@@ -61,7 +61,7 @@ def test_grammar_of_every_family_at_every_n(family):
             assert " a a" not in text and " an a " not in text and "  " not in text
             for word in ("a", "an"):
                 for phrase in text.replace(",", "").split(f" {word} ")[1:]:
-                    from autocomp.grammar import indefinite_article
+                    from autocomp.protocol.grammar import indefinite_article
 
                     assert indefinite_article(phrase) == word, text
             if not family.is_relation and n >= 3:

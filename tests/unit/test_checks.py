@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from autocomp import checks
+from autocomp.generation import checks
 
 # ----------------------------------------------------------------------------- images
 
@@ -216,7 +216,7 @@ def test_family_question_must_have_its_slots(family_dir):
 
     text = small_attribute_family("asks") + 'validation: {question: "What color?"}\n'
     path = family_dir("asks", text)
-    from autocomp.family import load_family_file
+    from autocomp.protocol.family import load_family_file
 
     with pytest.raises(UsageError, match=r"validation.question.*\{object\}"):
         load_family_file(path)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autocomp.concepts import (
+from autocomp.errors import UsageError
+from autocomp.protocol.concepts import (
     Concept,
     concept_id,
     count_concepts,
@@ -16,8 +17,7 @@ from autocomp.concepts import (
     sample_concepts,
     scene_key,
 )
-from autocomp.errors import UsageError
-from autocomp.family import load_all, load_family
+from autocomp.protocol.family import load_all, load_family
 from tests.conftest import small_attribute_family, small_relation_family
 
 
@@ -104,7 +104,7 @@ def test_same_seed_same_concepts_other_seed_other_concepts(position):
 
 def test_sampling_does_not_depend_on_the_hash_seed():
     code = (
-        "from autocomp.concepts import sample_concepts; from autocomp.family import load_family;"
+        "from autocomp.protocol.concepts import sample_concepts; from autocomp.protocol.family import load_family;"
         "f = load_family('color'); print([c.objects + c.labels for c in sample_concepts(f, 3, 50, 11)])"
     )
     outputs = {

@@ -1,6 +1,6 @@
 import pytest
 
-from autocomp.contextual import (
+from autocomp.protocol.contextual import (
     MAX_ATTEMPTS,
     build_prompt,
     check_caption,
@@ -8,7 +8,7 @@ from autocomp.contextual import (
     normalize_reply,
     pair_drop,
 )
-from autocomp.family import load_all
+from autocomp.protocol.family import load_all
 
 
 def scripted(replies):

@@ -52,7 +52,7 @@ def test_tiny_weights_round_trip_through_the_production_loader(images):
     a = load_scorer("tiny-clip", device="cpu").score(requests(), images)
     b = load_scorer("tiny-clip", device="cpu").score(requests(), images)
     assert a == b
-    from autocomp.scoring.tiny import cache_dir
+    from autocomp.tiny.scoring import cache_dir
 
     assert (cache_dir() / "tiny-clip" / "open_clip_model.safetensors").is_file()
 

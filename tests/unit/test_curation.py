@@ -6,12 +6,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from autocomp.curation import curate_stage
 from autocomp.errors import UsageError
-from autocomp.rendering import RENDER_SCHEMA
-from autocomp.shards import read_stage, shard_of, shard_path
-from autocomp.tables import write_table
-from autocomp.validation import CHECKS, VERDICTS_SCHEMA
+from autocomp.generation.curate import curate_stage
+from autocomp.generation.render import RENDER_SCHEMA
+from autocomp.generation.validate import CHECKS, VERDICTS_SCHEMA
+from autocomp.store.shards import read_stage, shard_of, shard_path
+from autocomp.store.tables import write_table
 
 # concept -> (minimal outcomes, contextual outcomes) over image, objects, background, attributes
 PLAN = {

@@ -4,10 +4,10 @@ import pytest
 from PIL import Image
 
 from autocomp.errors import UsageError
-from autocomp.evaluation import judge, read_predictions, score_stage
-from autocomp.registry import get_model
+from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring import load_scorer
-from autocomp.stages import negatives_stage, sample_stage
+from autocomp.scoring.registry import get_model
+from autocomp.scoring.stage import judge, read_predictions, score_stage
 
 
 def test_tie_rule_never_favours_the_positive():
@@ -124,7 +124,7 @@ def test_bad_benchmarks(tmp_path):
 
 
 def test_cli_models_and_score(tmp_path, benchmark, capsys):
-    from autocomp.cli import main
+    from autocomp.cli.main import main
 
     assert main(["models"]) == 0
     out = capsys.readouterr().out

@@ -1,7 +1,7 @@
 import pytest
 
 from autocomp.errors import UsageError
-from autocomp.family import available_families, load_all, load_family
+from autocomp.protocol.family import available_families, load_all, load_family
 from tests.conftest import small_attribute_family
 
 
@@ -151,7 +151,7 @@ def test_invalid_yaml(family_dir):
 
 
 def test_duplicate_family_names_across_folders(tmp_path, monkeypatch):
-    from autocomp.family import FAMILY_PATH_ENV
+    from autocomp.protocol.family import FAMILY_PATH_ENV
 
     (tmp_path / "color.yaml").write_text(small_attribute_family("color"))
     monkeypatch.setenv(FAMILY_PATH_ENV, str(tmp_path))

@@ -10,12 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from autocomp import captioning, checks
 from autocomp.errors import UsageError
-from autocomp.rendering import image_seed, render_stage
-from autocomp.shards import read_stage, shard_path
-from autocomp.stages import sample_stage
-from autocomp.validation import Models, check_detector_vocabulary, validate_stage
+from autocomp.generation import caption as captioning
+from autocomp.generation import checks
+from autocomp.generation.render import image_seed, render_stage
+from autocomp.generation.validate import Models, check_detector_vocabulary, validate_stage
+from autocomp.protocol.stages import sample_stage
+from autocomp.store.shards import read_stage, shard_path
 
 
 class Scripted:
@@ -267,8 +268,8 @@ def test_bad_images_are_rejected_not_fatal(run_dir, tmp_path):
 
 def test_vqa_option_scores_are_option_likelihoods(run_dir, color):
     """The judge's option scores equal a naive full forward of prompt + image + option."""
+    from autocomp.generation.vqa import VqaJudge
     from autocomp.scoring import load_scorer
-    from autocomp.vqa import VqaJudge
 
     folder, _, _ = run_dir
     row = read_stage(folder / "render", "render")[0].to_pylist()[0]
@@ -286,7 +287,7 @@ def test_vqa_option_scores_are_option_likelihoods(run_dir, color):
 
 
 def test_a_judge_must_be_a_generative_vlm():
-    from autocomp.vqa import VqaJudge
+    from autocomp.generation.vqa import VqaJudge
 
     with pytest.raises(UsageError, match="generative VLM"):
         VqaJudge("tiny-clip")
@@ -300,7 +301,7 @@ def test_object_names_too_long_for_the_detector_stop_the_stage():
 
 
 def test_segmenter_gives_one_union_mask(run_dir):
-    from autocomp.detection import load_segmenter
+    from autocomp.generation.detection import load_segmenter
 
     segmenter = load_segmenter("tiny-sam2")
     image = Image.new("RGB", (64, 48), "white")
@@ -311,9 +312,9 @@ def test_segmenter_gives_one_union_mask(run_dir):
 
 def test_random_weight_variants_read_configs_only(run_dir):
     """Throughput benchmarks build full-size architectures from their configs alone."""
-    from autocomp.detection import Detector
-    from autocomp.registry import get_generation_model
-    from autocomp.rendering import Renderer
+    from autocomp.generation.detection import Detector
+    from autocomp.generation.registry import get_generation_model
+    from autocomp.generation.render import Renderer
 
     renderer = Renderer(get_generation_model("renderer", "tiny-sd3"), random_weights=True)
     images = renderer.render(["a red cup"], [1])
@@ -329,17 +330,21 @@ def test_random_weight_variants_read_configs_only(run_dir):
     "loader, name, weights",
     [
         (
-            "autocomp.rendering:load_renderer",
+            "autocomp.generation.render:load_renderer",
             "sd3.5-large",
             "stabilityai/stable-diffusion-3.5-large",
         ),
         (
-            "autocomp.detection:load_detector",
+            "autocomp.generation.detection:load_detector",
             "grounding-dino-tiny",
             "IDEA-Research/grounding-dino-tiny",
         ),
-        ("autocomp.detection:load_segmenter", "sam2.1-hiera-large", "facebook/sam2.1-hiera-large"),
-        ("autocomp.captioning:load_captioner", "gemma-3-12b-it", "google/gemma-3-12b-it"),
+        (
+            "autocomp.generation.detection:load_segmenter",
+            "sam2.1-hiera-large",
+            "facebook/sam2.1-hiera-large",
+        ),
+        ("autocomp.generation.caption:load_captioner", "gemma-3-12b-it", "google/gemma-3-12b-it"),
     ],
 )
 def test_weights_missing_offline_name_the_id_and_the_fix(loader, name, weights):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from autocomp.cli import main
+from autocomp.cli.main import main
 
 
 def test_tiny_chain_from_concepts_to_scores(tmp_path, capsys):

@@ -83,9 +83,9 @@ def test_score_stage_with_a_generative_model(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from autocomp.evaluation import score_stage
-    from autocomp.registry import get_model
-    from autocomp.stages import negatives_stage, sample_stage
+    from autocomp.protocol.stages import negatives_stage, sample_stage
+    from autocomp.scoring.registry import get_model
+    from autocomp.scoring.stage import score_stage
 
     sample_stage("position", 3, 2, 0, tmp_path / "c.parquet")
     negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", workers=1)

@@ -1,6 +1,6 @@
 import pytest
 
-from autocomp.grammar import capitalize_first, indefinite_article, join_list, with_article
+from autocomp.protocol.grammar import capitalize_first, indefinite_article, join_list, with_article
 
 
 @pytest.mark.parametrize(

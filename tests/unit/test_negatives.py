@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autocomp.binding import bind
-from autocomp.captions import minimal_caption
-from autocomp.concepts import sample_concepts, scene_key
-from autocomp.family import load_all
-from autocomp.negatives import arrangements, build_candidates, chance, expected_counts
+from autocomp.protocol.binding import bind
+from autocomp.protocol.concepts import sample_concepts, scene_key
+from autocomp.protocol.family import load_all
+from autocomp.protocol.minimal import minimal_caption
+from autocomp.protocol.negatives import arrangements, build_candidates, chance, expected_counts
 
 FAMILIES = {f.name: f for f in load_all()}
 
@@ -25,7 +25,7 @@ def test_formulas_match_the_paper():
     [(False, 2, "50.0", "6.3"), (False, 3, "16.7", "0.14"), (True, 2, "50.0", "25.0"), (True, 3, "16.7", "0.93")],
 )  # fmt: skip
 def test_chance_reproduces_the_papers_baselines(relation, n, swap, conf):
-    from autocomp.demo import _pct
+    from autocomp.cli.demo import _pct
 
     s, c = expected_counts(relation, n)
     assert _pct(chance(s)) == swap
@@ -217,7 +217,7 @@ def test_candidate_order_is_shared_by_minimal_and_contextual(shape_color):
 
 
 def test_material_family_defined_in_one_yaml_file(fixture_path):
-    from autocomp.family import load_family
+    from autocomp.protocol.family import load_family
 
     material = load_family("material")
     objs, labs = ["chair", "cup", "lamp"], ["wooden", "metal", "plastic"]

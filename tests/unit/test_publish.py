@@ -6,9 +6,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from autocomp.evaluation import load_image
-from autocomp.publish import fetch_benchmark, publish_stage
-from autocomp.stages import negatives_stage, reuse_or_sample, sample_many
+from autocomp.protocol.stages import negatives_stage, reuse_or_sample, sample_many
+from autocomp.scoring.stage import load_image
+from autocomp.store.publish import fetch_benchmark, publish_stage
 
 
 def _benchmark(tmp_path):

@@ -1,7 +1,7 @@
 import pytest
 
 from autocomp.errors import UsageError
-from autocomp.registry import BACKENDS, all_models, get_model
+from autocomp.scoring.registry import BACKENDS, all_models, get_model
 
 
 def test_registry_has_the_papers_models():
@@ -81,8 +81,9 @@ def test_generation_registry_names_real_classes_builders_and_profiles():
     import diffusers
     import transformers
 
-    from autocomp.registry import ROLES, generation_models, get_model, profile
-    from autocomp.tiny_models import BUILDERS
+    from autocomp.generation.registry import ROLES, generation_models, profile
+    from autocomp.scoring.registry import get_model
+    from autocomp.tiny.generation import BUILDERS
 
     for role in ROLES:
         for entry in generation_models(role).values():

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from autocomp.cli import main
-from autocomp.evaluation import PREDICTIONS_SCHEMA
-from autocomp.stages import negatives_stage, sample_stage
+from autocomp.cli.main import main
+from autocomp.protocol.stages import negatives_stage, sample_stage
+from autocomp.scoring.stage import PREDICTIONS_SCHEMA
 from tests.conftest import assert_renders_in_chromium
 
 

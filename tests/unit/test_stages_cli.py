@@ -6,15 +6,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from autocomp import __version__
-from autocomp.cli import main
+from autocomp.cli.main import main
 from autocomp.errors import UsageError
-from autocomp.stages import negatives_stage, sample_stage
-from autocomp.tables import CONCEPTS_SCHEMA, read_metadata
+from autocomp.protocol.stages import negatives_stage, sample_stage
+from autocomp.store.tables import CONCEPTS_SCHEMA, read_metadata
 
 
 def run_cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "autocomp.cli", *args], capture_output=True, text=True
+        [sys.executable, "-m", "autocomp.cli.main", *args], capture_output=True, text=True
     )
 
 

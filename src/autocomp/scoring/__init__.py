@@ -1,4 +1,4 @@
-"""Scorers: one batched interface over model backends (see autocomp.registry.BACKENDS).
+"""Scorers: one batched interface over model backends (see autocomp.scoring.registry.BACKENDS).
 
 A scorer takes a list of requests (an image key, or None for a blind request, and a caption) and
 the images they name, and returns one score per request, in order. Higher means the model finds
@@ -37,7 +37,7 @@ class Scorer(Protocol):
 
 def load_scorer(name: str, device: str | None = None, **options: Any) -> Scorer:
     """The scorer of a registered model (weights loaded through the backend's own loader)."""
-    from autocomp.registry import backend_class, get_model
+    from autocomp.scoring.registry import backend_class, get_model
 
     entry = get_model(name)
     return backend_class(entry)(entry, device=device, **options)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.errors import UsageError
-from autocomp.registry import ModelEntry
 from autocomp.scoring import ScoreRequest
+from autocomp.scoring.registry import ModelEntry
 
 WEIGHTS_DIR_ENV = "AUTOCOMP_WEIGHTS_DIR"
 
@@ -26,7 +26,7 @@ WEIGHTS_DIR_ENV = "AUTOCOMP_WEIGHTS_DIR"
 def resolve_weights(entry: ModelEntry) -> str:
     """What to pass to open_clip as `pretrained`."""
     if entry.is_tiny:
-        from autocomp.scoring.tiny import ensure_open_clip_weights
+        from autocomp.tiny.scoring import ensure_open_clip_weights
 
         return str(ensure_open_clip_weights(entry))
     if entry.weights.startswith("file:"):
@@ -52,7 +52,7 @@ class OpenClipScorer:
         import open_clip
         import torch
 
-        from autocomp.scoring.tiny import register_open_clip_configs
+        from autocomp.tiny.scoring import register_open_clip_configs
 
         register_open_clip_configs()
         self.entry = entry

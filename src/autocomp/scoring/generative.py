@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autocomp.errors import UsageError
-from autocomp.registry import ModelEntry
 from autocomp.scoring import ScoreRequest
+from autocomp.scoring.registry import ModelEntry
 
 DEFAULT_PROMPT = "Describe this image in one sentence."
 BLIND_PROMPT = "Write one sentence describing a picture."
@@ -85,7 +85,7 @@ class VlmScorer:
 
     def _weights(self) -> Any:
         if self.entry.is_tiny:
-            from autocomp.scoring.tiny import ensure_vlm
+            from autocomp.tiny.scoring import ensure_vlm
 
             return ensure_vlm(self.entry)
         return self.entry.weights

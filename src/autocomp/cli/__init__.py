@@ -1,0 +1,1 @@
+"""The `autocomp` command line (entry point `autocomp.cli.main:main`)."""

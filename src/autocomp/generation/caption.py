@@ -1,0 +1,329 @@
+"""The caption stage: a Contextual caption for every concept, from an LLM, checked and retried.
+
+Engines (one interface, `Captioner.generate(prompts, seeds) -> replies`):
+- `transformers`: local generation with the registry's model class (batched, left-padded).
+  Sampling draws from one torch generator per batch, seeded from the batch's concept seeds, so a
+  re-run with the same shards and batch size gives the same replies.
+- `vllm`: the cluster engine (the `vllm` extra, its own image). Every request carries its own
+  seed, so replies do not depend on batching at all.
+
+Protocol (protocol/contextual.py): the paper's prompt; each reply normalised and checked; up to
+`max_attempts` (3) tries per concept, failed concepts retried together; a concept that fails every
+try is dropped from both conditions. Every attempt, its seed and its verdict go to the
+`caption_attempts` table. `fallback="minimal"` keeps dropped concepts with their Minimal caption
+as the Contextual one, marked `status = "fallback"` (for pipeline tests with random-weight LLMs,
+whose replies never pass; never for a benchmark).
+
+Outputs (a folder of shards, autocomp.store.shards):
+    captions-*.parquet          concept columns, then contextual_caption (null if dropped),
+                                status (accepted | dropped | fallback), attempts (int8)
+    caption_attempts-*.parquet  concept_id, attempt, seed, reply, caption, verdict, detail
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from autocomp.errors import UsageError
+from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
+from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
+from autocomp.protocol.family import load_family
+from autocomp.store.shards import check_shard_args, finished, prepare_folder, shard_of, shard_path
+from autocomp.store.tables import (
+    CONCEPTS_SCHEMA,
+    open_parquet,
+    provenance,
+    require_columns,
+    write_table,
+)
+
+ENGINES = ("transformers", "vllm")
+FALLBACKS = (None, "minimal")
+CAPTIONS_SCHEMA = pa.schema(
+    list(CONCEPTS_SCHEMA)
+    + [
+        ("contextual_caption", pa.string()),
+        ("status", pa.string()),
+        ("attempts", pa.int8()),
+    ]
+)
+ATTEMPTS_SCHEMA = pa.schema(
+    [
+        ("concept_id", pa.string()),
+        ("attempt", pa.int8()),
+        ("seed", pa.int64()),
+        ("reply", pa.string()),
+        ("caption", pa.string()),
+        ("verdict", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+
+
+class Captioner(Protocol):
+    settings: dict[str, Any]
+
+    def generate(self, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[str]:
+        """One reply per prompt, in order."""
+        ...
+
+
+def attempt_seed(seed: int, concept_id: str, attempt: int) -> int:
+    """The sampling seed of one attempt (63-bit, stable everywhere)."""
+    digest = hashlib.sha256(f"autocomp/caption/{seed}/{concept_id}/{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+# ----------------------------------------------------------------------------- engines
+
+
+class TransformersCaptioner:
+    """Batched sampling with transformers (`generate`), the local engine."""
+
+    def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
+        import torch
+        import transformers
+
+        self.entry = entry
+        self.settings = {**entry.settings, **overrides}
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = getattr(torch, entry.dtype) if self.device != "cpu" else torch.float32
+        source = entry.source()
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(source)
+            model_class = getattr(transformers, entry.model_class or "AutoModelForCausalLM")
+            self.model = model_class.from_pretrained(source, dtype=dtype).to(self.device).eval()
+        except (OSError, ValueError) as exc:
+            raise weights_error("--captioner", entry, exc) from exc
+        self.tokenizer.padding_side = "left"
+
+    def generate(self, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[str]:
+        import torch
+
+        inputs = self.tokenizer.apply_chat_template(
+            list(prompts),
+            add_generation_prompt=True,
+            return_tensors="pt",
+            padding=True,
+            return_dict=True,
+        )
+        inputs = {k: v.to(self.device) for k, v in inputs.items()}
+        torch.manual_seed(batch_seed(seeds))
+        with torch.inference_mode():
+            out = self.model.generate(
+                **inputs,
+                do_sample=True,
+                temperature=self.settings["temperature"],
+                top_p=self.settings["top_p"],
+                max_new_tokens=self.settings["max_new_tokens"],
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        new = out[:, inputs["input_ids"].shape[1] :]
+        return self.tokenizer.batch_decode(new, skip_special_tokens=True)
+
+
+def batch_seed(seeds: Sequence[int]) -> int:
+    digest = hashlib.sha256(",".join(map(str, seeds)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def vllm_sampling(settings: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Keyword arguments of vllm.SamplingParams for one request."""
+    return {
+        "temperature": settings["temperature"],
+        "top_p": settings["top_p"],
+        "max_tokens": settings["max_new_tokens"],
+        "seed": seed,
+        "n": 1,
+    }
+
+
+def parse_vllm_outputs(outputs: Sequence[Any], expected: int) -> list[str]:
+    """The reply text of each vLLM RequestOutput, in request order."""
+    if len(outputs) != expected:
+        raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {expected} requests")
+    replies = []
+    for out in outputs:
+        completions = getattr(out, "outputs", None) or []
+        replies.append(completions[0].text if completions else "")
+    return replies
+
+
+class VllmCaptioner:
+    """vLLM offline inference (`LLM.chat`), one seeded SamplingParams per request."""
+
+    def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
+        try:
+            import vllm
+        except ImportError as exc:
+            raise UsageError(
+                "--engine",
+                "vllm",
+                "vLLM is not installed; pip install 'autocomp[vllm]' "
+                "(a GPU image: vLLM pins its own torch) or use --engine transformers",
+            ) from exc
+        self.entry = entry
+        self.settings = {**entry.settings, **overrides}
+        self._vllm = vllm
+        self.llm = vllm.LLM(model=entry.source(), dtype=entry.dtype)
+
+    def generate(self, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[str]:
+        params = [self._vllm.SamplingParams(**vllm_sampling(self.settings, s)) for s in seeds]
+        outputs = self.llm.chat(list(prompts), sampling_params=params, use_tqdm=False)
+        return parse_vllm_outputs(outputs, len(prompts))
+
+
+ENGINE_CLASSES: dict[str, type] = {"transformers": TransformersCaptioner, "vllm": VllmCaptioner}
+
+
+def load_captioner(
+    name: str, engine: str = "transformers", device: str | None = None, **overrides: Any
+) -> Captioner:
+    if engine not in ENGINES:
+        raise UsageError("--engine", engine, f"must be one of {', '.join(ENGINES)}")
+    entry = get_generation_model("captioner", name)
+    return ENGINE_CLASSES[engine](entry, device=device, **overrides)
+
+
+# ----------------------------------------------------------------------------- protocol
+
+
+def caption_rows(
+    rows: list[dict[str, Any]],
+    captioner: Captioner,
+    seed: int,
+    max_attempts: int = MAX_ATTEMPTS,
+    fallback: str | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Contextual captions for concept rows: (caption rows, attempt rows)."""
+    families = {name: load_family(name) for name in {r["family"] for r in rows}}
+    results: list[dict[str, Any]] = [
+        {**r, "contextual_caption": None, "status": "dropped", "attempts": 0} for r in rows
+    ]
+    attempts: list[dict[str, Any]] = []
+    pending = list(range(len(rows)))
+    for number in range(1, max_attempts + 1):
+        if not pending:
+            break
+        prompts, seeds = [], []
+        for i in pending:
+            r = rows[i]
+            prompts.append(build_prompt(families[r["family"]], r["objects"], r["attributes"]))
+            seeds.append(attempt_seed(seed, r["concept_id"], number))
+        replies = captioner.generate(prompts, seeds)
+        still = []
+        for i, s, reply in zip(pending, seeds, replies):
+            r = rows[i]
+            verdict = check_caption(families[r["family"]], r["objects"], r["attributes"], reply)
+            attempts.append(
+                {
+                    "concept_id": r["concept_id"],
+                    "attempt": number,
+                    "seed": s,
+                    "reply": reply,
+                    "caption": verdict.caption,
+                    "verdict": verdict.verdict,
+                    "detail": verdict.detail,
+                }
+            )
+            results[i]["attempts"] = number
+            if verdict.verdict == "accepted":
+                results[i].update(contextual_caption=verdict.caption, status="accepted")
+            else:
+                still.append(i)
+        pending = still
+    if fallback == "minimal":
+        for i in pending:
+            results[i].update(contextual_caption=rows[i]["minimal_caption"], status="fallback")
+    return results, attempts
+
+
+def caption_stage(
+    concepts: str | Path,
+    out: str | Path,
+    captioner: str,
+    engine: str = "transformers",
+    seed: int = 0,
+    shard: int | None = None,
+    num_shards: int = 1,
+    batch_size: int = 16,
+    fallback: str | None = None,
+    device: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    progress: Callable[[int], None] | None = None,
+    load: Callable[[], Captioner] | None = None,
+) -> dict[str, int]:
+    """`autocomp caption`: caption the concepts of the selected shards; returns counts."""
+    if fallback not in FALLBACKS:
+        raise UsageError("--fallback", fallback, "must be 'minimal' or not given")
+    if engine not in ENGINES:
+        raise UsageError("--engine", engine, f"must be one of {', '.join(ENGINES)}")
+    entry = get_generation_model("captioner", captioner)
+    shards = check_shard_args(shard, num_shards)
+    source = open_parquet(concepts, "--concepts")
+    require_columns(
+        concepts,
+        source.schema_arrow,
+        tuple(CONCEPTS_SCHEMA.names),
+        "give a concepts table (autocomp sample)",
+    )
+    folder = prepare_folder(out)
+    config = {
+        "captioner": entry.record(overrides),
+        "engine": engine,
+        "seed": seed,
+        "max_attempts": MAX_ATTEMPTS,
+        "fallback": fallback,
+        "input": Path(concepts).name,
+        "num_shards": num_shards,
+    }
+    table = source.read(columns=CONCEPTS_SCHEMA.names)
+    todo = [
+        s for s in shards if not finished(shard_path(folder, "captions", s, num_shards), config)
+    ]
+    summary = {
+        "concepts": 0,
+        "accepted": 0,
+        "dropped": 0,
+        "fallback": 0,
+        "attempts": 0,
+        "skipped_shards": len(shards) - len(todo),
+    }
+    if not todo:
+        return summary
+    model = load() if load else load_captioner(captioner, engine, device, **(overrides or {}))
+    rows = table.to_pylist()
+    for s in todo:
+        mine = [r for r in rows if shard_of(r["concept_id"], num_shards) == s]
+        results: list[dict[str, Any]] = []
+        attempts: list[dict[str, Any]] = []
+        for start in range(0, len(mine), batch_size):
+            got, tried = caption_rows(
+                mine[start : start + batch_size], model, seed, fallback=fallback
+            )
+            results += got
+            attempts += tried
+            if progress:
+                progress(len(got))
+        document = provenance("captions", config=config, shard=s)
+        write_table(
+            pa.Table.from_pylist(attempts, ATTEMPTS_SCHEMA),
+            shard_path(folder, "caption_attempts", s, num_shards),
+            provenance("caption_attempts", config=config, shard=s),
+        )
+        # the captions shard is written last: its presence marks the shard finished
+        write_table(
+            pa.Table.from_pylist(results, CAPTIONS_SCHEMA),
+            shard_path(folder, "captions", s, num_shards),
+            document,
+        )
+        summary["concepts"] += len(results)
+        summary["attempts"] += len(attempts)
+        for r in results:
+            summary[r["status"]] += 1
+    return summary

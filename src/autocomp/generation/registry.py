@@ -1,0 +1,114 @@
+"""The generation registry: the models that *make* a benchmark (caption LLMs, text-to-image
+generators, the object detector and the segmenter), as data in `generation/models.yaml`."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autocomp.errors import UsageError
+
+GENERATION_FILE = Path(__file__).parent / "models.yaml"
+ROLES = ("captioner", "renderer", "detector", "segmenter")
+_GEN_REQUIRED = {"name", "weights", "dtype", "gpus", "gpu_memory_gb", "settings"}
+_GEN_OPTIONAL = {
+    "captioner": {"model_class", "tiny_builder"},
+    "renderer": {"pipeline_class", "tiny_builder"},
+    "detector": {"tiny_builder"},
+    "segmenter": {"tiny_builder"},
+}
+
+
+@dataclass(frozen=True)
+class GenerationModel:
+    """One model of the generation side (caption LLM, text-to-image, detector, segmenter)."""
+
+    role: str
+    name: str
+    weights: str
+    dtype: str
+    gpus: int
+    gpu_memory_gb: float
+    settings: dict[str, Any]
+    model_class: str | None = None
+    pipeline_class: str | None = None
+    tiny_builder: str | None = None
+
+    @property
+    def is_tiny(self) -> bool:
+        return self.weights == "tiny"
+
+    def source(self) -> str:
+        """What from_pretrained loads: the hub id, or the folder of the built tiny model."""
+        if not self.is_tiny:
+            return self.weights
+        from autocomp.tiny.generation import ensure
+
+        return str(ensure(self.name, str(self.tiny_builder)))
+
+    def record(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """How the model and its effective settings are recorded in output metadata."""
+        return {
+            "role": self.role,
+            "name": self.name,
+            "weights": self.weights,
+            "dtype": self.dtype,
+            "settings": {**self.settings, **(overrides or {})},
+        }
+
+
+@functools.lru_cache(maxsize=2)
+def _generation(path: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, Any]]]:
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    models: dict[str, dict[str, Any]] = {}
+    for role in ROLES:
+        for i, item in enumerate(raw[f"{role}s"]):
+            where = f"generation registry {path}: {role}s[{i}]"
+            missing = sorted(_GEN_REQUIRED - item.keys())
+            unknown = sorted(item.keys() - _GEN_REQUIRED - _GEN_OPTIONAL[role])
+            if missing or unknown:
+                what = f"missing {missing}" if missing else f"unknown key {unknown[0]}"
+                raise UsageError(where, item.get("name"), what)
+            models.setdefault(role, {})[item["name"]] = GenerationModel(role=role, **item)
+    return raw["profiles"], models
+
+
+def weights_error(option: str, entry: GenerationModel, exc: BaseException) -> UsageError:
+    return UsageError(
+        f"{option} {entry.name}",
+        entry.weights,
+        f"weights could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); on an offline "
+        "machine, download them into the Hugging Face cache first (HF_HOME), or use the tiny "
+        "profile",
+    )
+
+
+def generation_models(role: str, path: str | Path = GENERATION_FILE) -> dict[str, GenerationModel]:
+    """Every registered model of one role, by name."""
+    return _generation(str(path))[1][role]
+
+
+def get_generation_model(
+    role: str, name: str, path: str | Path = GENERATION_FILE
+) -> GenerationModel:
+    """One model of a role by name; unknown names get the registered names."""
+    models = generation_models(role, path)
+    if name not in models:
+        raise UsageError(
+            f"--{role}",
+            name,
+            f"unknown {role}; registered: {', '.join(models)} (models/generation.yaml)",
+        )
+    return models[name]
+
+
+def profile(name: str, path: str | Path = GENERATION_FILE) -> dict[str, str]:
+    """The model of each role (and the VQA judge) in a named profile (paper, tiny)."""
+    profiles = _generation(str(path))[0]
+    if name not in profiles:
+        raise UsageError("--profile", name, f"must be one of {', '.join(profiles)}")
+    return dict(profiles[name])

@@ -1,0 +1,273 @@
+"""The render stage: one image per caption with a diffusers text-to-image pipeline.
+
+Each concept that kept its captions becomes two samples, `<concept_id>/minimal` and
+`<concept_id>/contextual`, rendered with the *same* seed (derived from the run seed and the
+concept id), so the A/B pair differs only in its caption. Every image has its own
+`torch.Generator`, so its noise does not depend on which other prompts share its batch: a re-run
+with the same shards and batch size is bit-identical, and another batch size changes pixels only
+by float rounding (measured: at most 1 level in under 0.02 % of pixels).
+
+Images are PNG (lossless) at `images/<concept_id>/<condition>.png` under the stage folder, each
+with a `autocomp` PNG text chunk (prompt, seed, model, settings). An image is written atomically;
+on a re-run, images that already exist and decode are reused (a killed shard resumes where it
+stopped), then the shard's table is written.
+
+render table (one row per sample):
+    sample_id, concept_id, family, n, objects, attributes, condition, caption,
+    image (path relative to the stage folder), seed (int64), renderer, width, height,
+    sha256 (of the PNG file), reused (bool: found on disk from an earlier run)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from autocomp.errors import UsageError
+from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
+from autocomp.store.shards import (
+    check_shard_args,
+    finished,
+    prepare_folder,
+    read_stage,
+    shard_of,
+    shard_path,
+)
+from autocomp.store.storage import file_sha256
+from autocomp.store.tables import provenance, require_columns, write_table
+
+CONDITIONS = ("minimal", "contextual")
+RENDER_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("concept_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("objects", pa.list_(pa.string())),
+        ("attributes", pa.list_(pa.string())),
+        ("condition", pa.string()),
+        ("caption", pa.string()),
+        ("caption_status", pa.string()),
+        ("image", pa.string()),
+        ("seed", pa.int64()),
+        ("renderer", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("sha256", pa.string()),
+        ("reused", pa.bool_()),
+    ]
+)
+
+
+def image_seed(seed: int, concept_id: str) -> int:
+    """The generator seed shared by a concept's Minimal and Contextual images."""
+    digest = hashlib.sha256(f"autocomp/render/{seed}/{concept_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def samples(captions: pa.Table, seed: int) -> list[dict[str, Any]]:
+    """The samples to render: both conditions of every concept that kept its captions."""
+    out = []
+    for row in captions.to_pylist():
+        if row["status"] == "dropped":
+            continue
+        texts = {"minimal": row["minimal_caption"], "contextual": row["contextual_caption"]}
+        for condition in CONDITIONS:
+            out.append(
+                {
+                    "sample_id": f"{row['concept_id']}/{condition}",
+                    "concept_id": row["concept_id"],
+                    "family": row["family"],
+                    "n": row["n"],
+                    "objects": row["objects"],
+                    "attributes": row["attributes"],
+                    "condition": condition,
+                    "caption": texts[condition],
+                    "caption_status": row["status"],
+                    "seed": image_seed(seed, row["concept_id"]),
+                }
+            )
+    return out
+
+
+def random_pipeline(source: str, pipeline_class: str, dtype: Any) -> Any:
+    """The pipeline with every model built from its config, random weights (throughput
+    benchmarks of full-size architectures: configs and tokenizers are read, weights never)."""
+    import diffusers
+    import transformers
+
+    cls = getattr(diffusers, pipeline_class)
+    parts = {}
+    for name, spec in cls.load_config(source).items():
+        if name.startswith("_") or not isinstance(spec, list | tuple) or spec[0] is None:
+            continue
+        library, class_name = spec
+        part_cls = getattr(diffusers if library == "diffusers" else transformers, class_name)
+        if "Tokenizer" in class_name or "Scheduler" in class_name:
+            parts[name] = part_cls.from_pretrained(source, subfolder=name)
+        elif library == "diffusers":
+            parts[name] = part_cls.from_config(part_cls.load_config(source, subfolder=name))
+        else:
+            config = transformers.AutoConfig.from_pretrained(source, subfolder=name)
+            parts[name] = part_cls._from_config(config, dtype=dtype)
+    return cls(**parts).to(dtype=dtype)
+
+
+class Renderer:
+    """A diffusers pipeline loaded by model id (bf16 on GPU), rendering seeded batches."""
+
+    def __init__(
+        self,
+        entry: GenerationModel,
+        device: str | None = None,
+        random_weights: bool = False,
+        **overrides: Any,
+    ) -> None:
+        import diffusers
+        import torch
+
+        self.entry = entry
+        self.settings = {**entry.settings, **overrides}
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = getattr(torch, entry.dtype) if self.device != "cpu" else torch.float32
+        pipeline_class = getattr(diffusers, entry.pipeline_class or "DiffusionPipeline")
+        diffusers.utils.logging.disable_progress_bar()  # autocomp shows its own progress
+        try:
+            if random_weights:
+                self.pipe = random_pipeline(entry.source(), pipeline_class.__name__, dtype)
+            else:
+                self.pipe = pipeline_class.from_pretrained(entry.source(), dtype=dtype)
+        except (OSError, ValueError) as exc:
+            raise weights_error("--renderer", entry, exc) from exc
+        self.pipe = self.pipe.to(self.device)
+        self.pipe.set_progress_bar_config(disable=True)
+
+    def render(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
+        import torch
+
+        generators = [torch.Generator(self.device).manual_seed(s) for s in seeds]
+        with torch.inference_mode():
+            result = self.pipe(prompt=list(prompts), generator=generators, **self.settings)
+        return list(result.images)
+
+
+def load_renderer(name: str, device: str | None = None, **overrides: Any) -> Renderer:
+    return Renderer(get_generation_model("renderer", name), device=device, **overrides)
+
+
+def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
+    """Write a PNG atomically with an `autocomp` text chunk; return the file's SHA-256."""
+    from PIL.PngImagePlugin import PngInfo
+
+    meta = PngInfo()
+    meta.add_text("autocomp", json.dumps(info, sort_keys=True))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    image.save(tmp, format="PNG", pnginfo=meta)
+    os.replace(tmp, path)
+    return file_sha256(path)
+
+
+def _existing(path: Path) -> tuple[int, int] | None:
+    """(width, height) of an image already on disk that decodes, else None."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.size
+    except (OSError, ValueError):
+        return None
+
+
+def render_stage(
+    captions: str | Path,
+    out: str | Path,
+    renderer: str,
+    seed: int = 0,
+    shard: int | None = None,
+    num_shards: int = 1,
+    batch_size: int = 4,
+    device: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    progress: Callable[[int], None] | None = None,
+    load: Callable[[], Renderer] | None = None,
+) -> dict[str, int]:
+    """`autocomp render`: images and render table for the selected shards; returns counts."""
+    entry = get_generation_model("renderer", renderer)
+    shards = check_shard_args(shard, num_shards)
+    if batch_size < 1:
+        raise UsageError("--batch-size", batch_size, "must be at least 1")
+    table, _ = read_stage(captions, "captions", "--captions")
+    require_columns(
+        captions,
+        table.schema,
+        ("concept_id", "contextual_caption", "status"),
+        "give the caption stage's output folder",
+    )
+    folder = prepare_folder(out)
+    settings = {**entry.settings, **(overrides or {})}
+    config = {
+        "renderer": entry.record(overrides),
+        "seed": seed,
+        "num_shards": num_shards,
+        "input": Path(captions).name,
+    }
+    todo = [s for s in shards if not finished(shard_path(folder, "render", s, num_shards), config)]
+    summary = {"images": 0, "reused": 0, "skipped_shards": len(shards) - len(todo)}
+    if not todo:
+        return summary
+    model: Renderer | None = None
+    all_samples = samples(table, seed)
+    for s in todo:
+        mine = [x for x in all_samples if shard_of(x["concept_id"], num_shards) == s]
+        rows = []
+        for start in range(0, len(mine), batch_size):
+            batch = mine[start : start + batch_size]
+            paths = [folder / "images" / f"{x['sample_id']}.png" for x in batch]
+            sizes = [_existing(p) for p in paths]
+            need = [i for i, size in enumerate(sizes) if size is None]
+            if need:
+                model = model or (
+                    load() if load else load_renderer(renderer, device, **(overrides or {}))
+                )
+                images = model.render(
+                    [batch[i]["caption"] for i in need], [batch[i]["seed"] for i in need]
+                )
+                for i, image in zip(need, images):
+                    info = {
+                        "prompt": batch[i]["caption"],
+                        "seed": batch[i]["seed"],
+                        "renderer": entry.name,
+                        "weights": entry.weights,
+                        "settings": settings,
+                    }
+                    save_png(image, paths[i], info)
+                    sizes[i] = image.size
+            for i, x in enumerate(batch):
+                rows.append(
+                    {
+                        **x,
+                        "image": str(paths[i].relative_to(folder)),
+                        "renderer": entry.name,
+                        "width": sizes[i][0],
+                        "height": sizes[i][1],
+                        "sha256": file_sha256(paths[i]),
+                        "reused": i not in need,
+                    }
+                )
+                summary["reused" if i not in need else "images"] += 1
+            if progress:
+                progress(len(batch))
+        write_table(
+            pa.Table.from_pylist(rows, RENDER_SCHEMA),
+            shard_path(folder, "render", s, num_shards),
+            provenance("render", config=config, shard=s, batch_size=batch_size),
+        )
+    return summary

@@ -1,0 +1,296 @@
+"""The validate stage: every rendered sample through the checks, cheapest first.
+
+Order (paper Section 3 and A.12): `image` (decode and normalise) -> `objects` (Grounding DINO,
+one query per class; checks.py) -> `background` (Minimal only: SAM2 masks from the kept
+boxes, then the white-pixel share) -> `attributes` (VQA by option likelihood, vqa.py).
+A check runs only on the samples that passed every earlier one, so the expensive VLM sees only
+the survivors. Each sample gets one verdict row per check: pass, fail (with the reason),
+skipped (an earlier check failed) or n/a (background on a Contextual image).
+
+verdicts table (a folder of shards, autocomp.store.shards):
+    sample_id, concept_id, family, n, condition, check, step (int8: 1..4), outcome, reason,
+    detail (JSON: counts found, white share, answers...)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from autocomp.errors import UsageError
+from autocomp.generation import checks
+from autocomp.generation.registry import get_generation_model
+from autocomp.protocol.family import load_family
+from autocomp.scoring.registry import get_model
+from autocomp.store.shards import (
+    check_shard_args,
+    finished,
+    prepare_folder,
+    read_stage,
+    shard_of,
+    shard_path,
+)
+from autocomp.store.tables import provenance, require_columns, write_table
+
+CHECKS = ("image", "objects", "background", "attributes")
+MASKS = ("sam2", "boxes")
+VERDICTS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("concept_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),
+        ("check", pa.string()),
+        ("step", pa.int8()),
+        ("outcome", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+
+
+class Models:
+    """The validation models, loaded on first use (a shard whose samples all fail early never
+    loads the VLM)."""
+
+    def __init__(
+        self,
+        detector: str,
+        segmenter: str,
+        vqa: str,
+        device: str | None,
+        overrides: dict[str, dict[str, Any]],
+    ) -> None:
+        self.names = {"detector": detector, "segmenter": segmenter, "vqa": vqa}
+        self.device = device
+        self.overrides = overrides
+        self._loaded: dict[str, Any] = {}
+
+    def get(self, role: str) -> Any:
+        if role not in self._loaded:
+            from autocomp.generation import detection, vqa
+
+            loaders = {
+                "detector": lambda: detection.load_detector(
+                    self.names["detector"], self.device, **self.overrides.get("detector", {})
+                ),
+                "segmenter": lambda: detection.load_segmenter(
+                    self.names["segmenter"], self.device, **self.overrides.get("segmenter", {})
+                ),
+                "vqa": lambda: vqa.VqaJudge(self.names["vqa"], self.device),
+            }
+            self._loaded[role] = loaders[role]()
+        return self._loaded[role]
+
+
+def _row(sample: dict[str, Any], verdict: checks.Verdict) -> dict[str, Any]:
+    return {
+        "sample_id": sample["sample_id"],
+        "concept_id": sample["concept_id"],
+        "family": sample["family"],
+        "n": sample["n"],
+        "condition": sample["condition"],
+        "check": verdict.check,
+        "step": CHECKS.index(verdict.check) + 1,
+        "outcome": verdict.outcome,
+        "reason": verdict.reason,
+        "detail": json.dumps(verdict.detail, sort_keys=True) if verdict.detail else "",
+    }
+
+
+def validate_batch(
+    batch: list[dict[str, Any]],
+    root: Path,
+    models: Models,
+    settings: dict[str, Any],
+    all_checks: bool = False,
+) -> list[dict[str, Any]]:
+    """Verdict rows for a batch of render rows: checks cheapest first, each on the survivors of
+    the earlier ones (`all_checks`: every check on every decodable image, for audits)."""
+
+    def survivors(check: str) -> list[dict[str, Any]]:
+        return [
+            s
+            for s in alive
+            if all_checks or verdicts[s["sample_id"]].get(check, _NA).outcome != checks.FAIL
+        ]
+
+    verdicts: dict[str, dict[str, checks.Verdict]] = {s["sample_id"]: {} for s in batch}
+    images: dict[str, Any] = {}
+    for s in batch:
+        try:
+            images[s["sample_id"]], note = checks.normalize_image(root / s["image"])
+            detail = {"normalized": note} if note else None
+            verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.PASS, "", detail)
+        except checks.ImageRejected as exc:
+            verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.FAIL, str(exc))
+    alive = [s for s in batch if s["sample_id"] in images]
+
+    kept_boxes: dict[str, list[list[float]]] = {}
+    if alive:
+        families = {s["family"]: load_family(s["family"]) for s in alive}
+        pairs, owners = [], []
+        for s in alive:
+            expected = checks.expected_counts(families[s["family"]], s["objects"])
+            for name in expected:
+                pairs.append((images[s["sample_id"]], name))
+                owners.append((s["sample_id"], name))
+        found: dict[str, dict[str, int]] = {s["sample_id"]: {} for s in alive}
+        detections = models.get("detector").detect(pairs)
+        for (sid, name), (boxes, scores) in zip(owners, detections):
+            keep = checks.merge_boxes(boxes, scores, settings["merge_iou"])
+            found[sid][name] = len(keep)
+            kept_boxes.setdefault(sid, []).extend(boxes[i] for i in keep)
+        for s in alive:
+            expected = checks.expected_counts(families[s["family"]], s["objects"])
+            verdicts[s["sample_id"]]["objects"] = checks.count_verdict(
+                expected, found[s["sample_id"]]
+            )
+    alive = survivors("objects")
+
+    for s in alive:
+        if s["condition"] != "minimal":
+            continue
+        image, boxes = images[s["sample_id"]], kept_boxes.get(s["sample_id"], [])
+        if settings["masks"] == "sam2":
+            mask = models.get("segmenter").union_mask(image, boxes)
+        else:
+            mask = checks.box_mask(image.size, boxes)
+        verdicts[s["sample_id"]]["background"] = checks.background_verdict(
+            image, mask, settings["brightness"], settings["min_white_fraction"]
+        )
+    alive = survivors("background")
+
+    if alive:
+        asked, owners = [], []
+        for s in alive:
+            family = load_family(s["family"])
+            for q in checks.questions(family, s["objects"], s["attributes"]):
+                asked.append((s["sample_id"], images[s["sample_id"]], q))
+                owners.append(s["sample_id"])
+        scores = models.get("vqa").option_scores(asked)
+        per_sample: dict[str, tuple[list, list]] = {s["sample_id"]: ([], []) for s in alive}
+        for sid, (_, _, q), values in zip(owners, asked, scores):
+            per_sample[sid][0].append(q)
+            per_sample[sid][1].append(values)
+        for sid, (qs, values) in per_sample.items():
+            verdicts[sid]["attributes"] = checks.answer_verdict(qs, values)
+
+    rows = []
+    for s in batch:
+        failed = None
+        for check in CHECKS:
+            verdict = verdicts[s["sample_id"]].get(check)
+            if verdict is None:
+                if check == "background" and s["condition"] != "minimal":
+                    verdict = checks.Verdict(
+                        check, "n/a", "background is checked on Minimal images"
+                    )
+                else:
+                    verdict = checks.Verdict(check, "skipped", f"failed {failed}")
+            elif verdict.outcome == checks.FAIL and failed is None:
+                # with all_checks, later checks still ran; the first failure decides
+                failed = check
+            rows.append(_row(s, verdict))
+    return rows
+
+
+_NA = checks.Verdict("background", "n/a")
+
+
+def check_detector_vocabulary(models: Models, names: set[str]) -> None:
+    """Every object class must fit the detector's text query (else: stop before any work)."""
+    detector = models.get("detector")
+    too_long = detector.too_long(sorted(names))
+    if too_long:
+        raise UsageError(
+            "--input",
+            ", ".join(too_long[:5]),
+            f"object name(s) too long for the detector's text query ({detector.max_text_len} "
+            "tokens); shorten them in the vocabulary",
+        )
+
+
+def validate_stage(
+    render: str | Path,
+    out: str | Path,
+    detector: str,
+    segmenter: str,
+    vqa: str,
+    shard: int | None = None,
+    num_shards: int = 1,
+    batch_size: int = 8,
+    masks: str = "sam2",
+    all_checks: bool = False,
+    device: str | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    progress: Callable[[int], None] | None = None,
+    models: Models | None = None,
+) -> dict[str, int]:
+    """`autocomp validate`: verdict rows for the selected shards; returns counts."""
+    if masks not in MASKS:
+        raise UsageError("--masks", masks, f"must be one of {', '.join(MASKS)}")
+    overrides = overrides or {}
+    det = get_generation_model("detector", detector)
+    seg = get_generation_model("segmenter", segmenter)
+    judge = get_model(vqa)
+    if judge.backend != "transformers_vlm":
+        raise UsageError("--vqa", vqa, "must be a generative VLM (see `autocomp models`)")
+    shards = check_shard_args(shard, num_shards)
+    table, _ = read_stage(render, "render", "--render", only=shard)
+    require_columns(
+        render,
+        table.schema,
+        ("sample_id", "image", "condition", "objects"),
+        "give the render stage's output folder",
+    )
+    root = Path(render) if Path(render).is_dir() else Path(render).parent
+    folder = prepare_folder(out)
+    settings = {
+        **det.settings,
+        **overrides.get("detector", {}),
+        **seg.settings,
+        **overrides.get("segmenter", {}),
+        "masks": masks,
+    }
+    config = {
+        "detector": det.record(overrides.get("detector")),
+        "segmenter": seg.record(overrides.get("segmenter")) if masks == "sam2" else None,
+        "vqa": judge.record(),
+        "masks": masks,
+        "all_checks": all_checks,
+        "num_shards": num_shards,
+        "input": Path(render).name,
+    }
+    todo = [
+        s for s in shards if not finished(shard_path(folder, "verdicts", s, num_shards), config)
+    ]
+    summary = {"samples": 0, "passed": 0, "skipped_shards": len(shards) - len(todo)}
+    if not todo:
+        return summary
+    models = models or Models(detector, segmenter, vqa, device, overrides)
+    rows = table.to_pylist()
+    check_detector_vocabulary(models, {o for r in rows for o in r["objects"]})
+    for s in todo:
+        mine = [r for r in rows if shard_of(r["concept_id"], num_shards) == s]
+        out_rows: list[dict[str, Any]] = []
+        for start in range(0, len(mine), batch_size):
+            batch = mine[start : start + batch_size]
+            got = validate_batch(batch, root, models, settings, all_checks)
+            out_rows += got
+            summary["samples"] += len(batch)
+            failed = {r["sample_id"] for r in got if r["outcome"] == checks.FAIL}
+            summary["passed"] += len({r["sample_id"] for r in got} - failed)
+            if progress:
+                progress(len(batch))
+        write_table(
+            pa.Table.from_pylist(out_rows, VERDICTS_SCHEMA),
+            shard_path(folder, "verdicts", s, num_shards),
+            provenance("verdicts", config=config, shard=s),
+        )
+    return summary

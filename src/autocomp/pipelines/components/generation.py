@@ -1,0 +1,168 @@
+"""Components of the generate_benchmark pipeline. Every output is a folder (Dataset artifact)."""
+
+from typing import List  # noqa: UP035  (KFP reads the annotation's name)
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Output
+
+from autocomp.pipelines.components import image
+
+
+@dsl.component(base_image=image("core"), install_kfp_package=False)
+def sample(
+    specs: str, count: int, seed: int, store: str, reuse: str, concepts: Output[Dataset]
+) -> None:
+    import os
+
+    from autocomp.protocol.stages import reuse_or_sample
+
+    os.makedirs(concepts.path, exist_ok=True)
+    reuse_or_sample(
+        specs, count, seed, store, reuse, os.path.join(concepts.path, "concepts.parquet")
+    )
+
+
+@dsl.component(base_image=image("caption"), install_kfp_package=False)
+def caption(
+    concepts: Input[Dataset],
+    captioner: str,
+    engine: str,
+    seed: int,
+    settings: dict,
+    fallback: str,
+    captions: Output[Dataset],
+) -> None:
+    import os
+
+    from autocomp.generation.caption import caption_stage
+
+    caption_stage(
+        os.path.join(concepts.path, "concepts.parquet"),
+        captions.path,
+        captioner,
+        engine,
+        seed,
+        overrides=settings,
+        fallback=fallback or None,
+    )
+
+
+@dsl.component(base_image=image("core"), install_kfp_package=False)
+def shard_plan(num_shards: int) -> List[int]:  # noqa: UP006
+    from autocomp.store.shards import check_shard_args
+
+    return check_shard_args(None, num_shards)
+
+
+@dsl.component(base_image=image("generate"), install_kfp_package=False)
+def render(
+    captions: Input[Dataset],
+    renderer: str,
+    seed: int,
+    settings: dict,
+    shard: int,
+    num_shards: int,
+    batch_size: int,
+    images: Output[Dataset],
+) -> None:
+    from autocomp.generation.render import render_stage
+
+    render_stage(
+        captions.path,
+        images.path,
+        renderer,
+        seed,
+        shard,
+        num_shards,
+        batch_size,
+        overrides=settings,
+    )
+
+
+@dsl.component(base_image=image("eval"), install_kfp_package=False)
+def validate(
+    images: Input[Dataset],
+    detector: str,
+    segmenter: str,
+    vqa: str,
+    settings: dict,
+    masks: str,
+    all_checks: bool,
+    shard: int,
+    num_shards: int,
+    verdicts: Output[Dataset],
+) -> None:
+    from autocomp.generation.validate import validate_stage
+
+    validate_stage(
+        images.path,
+        verdicts.path,
+        detector,
+        segmenter,
+        vqa,
+        shard,
+        num_shards,
+        masks=masks,
+        all_checks=all_checks,
+        overrides=settings,
+    )
+
+
+@dsl.component(base_image=image("core"), install_kfp_package=False)
+def collect(parts: Input[List[Dataset]], merged: Output[Dataset]) -> None:  # noqa: UP006
+    from autocomp.protocol.stages import collect_stage
+
+    collect_stage([p.path for p in parts], merged.path)
+
+
+@dsl.component(base_image=image("core"), install_kfp_package=False)
+def curate(
+    images: Input[Dataset],
+    verdicts: Input[Dataset],
+    captions: Input[Dataset],
+    keep_rejected: bool,
+    curated: Output[Dataset],
+) -> None:
+    from autocomp.generation.curate import curate_stage
+
+    curate_stage(images.path, verdicts.path, curated.path, captions.path, keep_rejected)
+
+
+@dsl.component(base_image=image("core"), install_kfp_package=False)
+def negatives(curated: Input[Dataset], protocol: str, benchmark: Output[Dataset]) -> None:
+    import os
+
+    from autocomp.protocol.stages import negatives_stage
+
+    os.makedirs(benchmark.path, exist_ok=True)
+    negatives_stage(
+        os.path.join(curated.path, "curated.parquet"),
+        os.path.join(benchmark.path, "benchmark.parquet"),
+        protocol,
+        workers=1,
+    )
+
+
+@dsl.component(base_image=image("core"), install_kfp_package=False)
+def publish(
+    benchmark: Input[Dataset],
+    images: Input[Dataset],
+    concepts: Input[Dataset],
+    curated: Input[Dataset],
+    store: str,
+    name: str,
+) -> str:
+    import os
+    import tempfile
+
+    from autocomp.store.publish import publish_stage
+
+    return publish_stage(
+        os.path.join(benchmark.path, "benchmark.parquet"),
+        images.path,
+        tempfile.mkdtemp(prefix="publish-"),
+        store,
+        name,
+        os.path.join(concepts.path, "concepts.parquet"),
+        os.path.join(curated.path, "survival.parquet"),
+    )

@@ -1,0 +1,308 @@
+"""Stage functions of the protocol core: tables in, tables out (called by the CLI and, later,
+by the pipeline components).
+
+- `sample_stage`: concepts of one (family, N) with their Minimal captions -> concepts table.
+- `negatives_stage`: a concepts table (uses `minimal_caption`) or a curated table (uses
+  `caption`) -> benchmark table with Swap / Confusion / sanity candidate sets, streamed in
+  batches over worker processes with bounded memory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from autocomp.errors import UsageError
+from autocomp.protocol import concepts as concepts_mod
+from autocomp.protocol.binding import BindingError
+from autocomp.protocol.family import Family, load_family
+from autocomp.protocol.minimal import minimal_caption
+from autocomp.protocol.negatives import PROTOCOLS, build_candidates, chance
+from autocomp.store.tables import (
+    BENCHMARK_FIELDS,
+    CONCEPT_COLUMNS,
+    CONCEPTS_SCHEMA,
+    StreamWriter,
+    check_output_path,
+    open_parquet,
+    provenance,
+    require_columns,
+    write_table,
+)
+
+Progress = Callable[[int], None]
+
+
+def family_record(family: Family) -> dict[str, Any]:
+    """How a family is recorded in output metadata: its resolved config and its hash."""
+    return {"sha256": family.sha256, "config": family.config}
+
+
+def concepts_table(
+    family: Family, n: int, count: int, seed: int
+) -> tuple[pa.Table, dict[str, Any]]:
+    """Sample concepts and build the concepts table with its metadata document."""
+    sampled = concepts_mod.sample_concepts(family, n, count, seed)
+    columns: dict[str, list] = {name: [] for name in CONCEPTS_SCHEMA.names}
+    for concept in sampled:
+        columns["concept_id"].append(concepts_mod.concept_id(family, concept))
+        columns["family"].append(family.name)
+        columns["n"].append(n)
+        columns["objects"].append(list(concept.objects))
+        columns["attributes"].append(list(concept.labels))
+        columns["minimal_caption"].append(minimal_caption(family, concept.objects, concept.labels))
+    table = pa.table(columns, schema=CONCEPTS_SCHEMA)
+    document = provenance(
+        "concepts",
+        seed=seed,
+        n=n,
+        count=count,
+        sampler="balanced-pool/v1",
+        distinct_concepts=concepts_mod.count_concepts(family, n),
+        label_prior=concepts_mod.label_prior(sampled),
+        families={family.name: family_record(family)},
+    )
+    return table, document
+
+
+def sample_stage(family_name: str, n: int, count: int, seed: int, out: str | Path) -> pa.Table:
+    """`autocomp sample`: write the concepts table atomically; return it."""
+    out = check_output_path(out)
+    family = load_family(family_name)
+    table, document = concepts_table(family, n, count, seed)
+    write_table(table, out, document)
+    return table
+
+
+# ----------------------------------------------------------------------------- negatives
+
+
+def _caption_column(schema: pa.Schema) -> str:
+    for name in ("caption", "minimal_caption"):
+        if name in schema.names:
+            return name
+    raise KeyError
+
+
+def benchmark_batch(
+    batch: pa.RecordBatch, caption_column: str, protocol: str, first_row: int = 0
+) -> pa.RecordBatch:
+    """Candidate sets for every row of one batch (runs in a worker process)."""
+    rows = batch.to_pydict()
+    out: dict[str, list] = {name: [] for name, _ in BENCHMARK_FIELDS}
+    families = {name: load_family(name) for name in set(rows["family"])}
+    for i in range(batch.num_rows):
+        family = families[rows["family"][i]]
+        objects, labels, text = rows["objects"][i], rows["attributes"][i], rows[caption_column][i]
+        try:
+            sets = build_candidates(family, objects, labels, text, protocol)
+        except BindingError as exc:
+            concept = rows["concept_id"][i] if "concept_id" in rows else None
+            where = f"row {first_row + i}" + (f" ({concept})" if concept else "")
+            raise UsageError(
+                f"--input {where}", text, f"the caption does not state its concept: {exc}"
+            ) from exc
+        out["caption"].append(sets.caption)
+        out["caption_rewritten"].append(sets.caption != text)
+        out["protocol"].append(protocol)
+        out["swap_negatives"].append(sets.swap)
+        out["swap_arrangements"].append(sets.swap_arrangements)
+        out["swap_same_scene"].append(sets.swap_same_scene)
+        out["swap_in_confusion"].append(sets.swap_in_confusion)
+        out["confusion_negatives"].append(sets.confusion)
+        out["confusion_arrangements"].append(sets.confusion_arrangements)
+        out["confusion_same_scene"].append(sets.confusion_same_scene)
+        out["vary_attribute_negatives"].append(sets.vary_attribute)
+        out["vary_object_negatives"].append(sets.vary_object)
+        for name in ("swap", "confusion", "vary_attribute", "vary_object"):
+            out[f"{name}_chance"].append(chance(len(getattr(sets, name))))
+    arrays = list(batch.columns) + [
+        pa.array(out[name], type=type_) for name, type_ in BENCHMARK_FIELDS
+    ]
+    names = list(batch.schema.names) + [name for name, _ in BENCHMARK_FIELDS]
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _benchmark_job(args: tuple[pa.RecordBatch, str, str, int]) -> pa.RecordBatch:
+    return benchmark_batch(*args)
+
+
+def _ordered_parallel(
+    fn: Callable[[Any], Any], jobs: Iterator[Any], workers: int, window: int
+) -> Iterator[Any]:
+    """Map in worker processes, yielding results in input order, with at most `window` jobs in
+    flight (the input is read lazily, so memory stays bounded). A worker's exception is raised
+    here; a worker that dies raises BrokenProcessPool instead of hanging."""
+    if workers <= 1:
+        yield from map(fn, jobs)
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pending: deque = deque()
+        try:
+            for job in jobs:
+                pending.append(pool.submit(fn, job))
+                if len(pending) >= window:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def negatives_stage(
+    input_path: str | Path,
+    out: str | Path,
+    protocol: str = "paper",
+    workers: int | None = None,
+    batch_size: int = 256,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """`autocomp negatives`: stream a concepts or curated table into a benchmark table.
+
+    Returns a summary: rows and candidate counts written.
+    """
+    if protocol not in PROTOCOLS:
+        raise UsageError("--protocol", protocol, f"must be one of {', '.join(PROTOCOLS)}")
+    out = check_output_path(out)
+    source = open_parquet(input_path)
+    schema = source.schema_arrow
+    hint = "give a concepts table (autocomp sample) or a curated table"
+    require_columns(input_path, schema, CONCEPT_COLUMNS, hint)
+    try:
+        caption_column = _caption_column(schema)
+    except KeyError:
+        raise UsageError(
+            "--input", str(input_path), f"missing column caption (or minimal_caption); {hint}"
+        ) from None
+    clashes = [name for name, _ in BENCHMARK_FIELDS if name in schema.names and name != "caption"]
+    if clashes:
+        raise UsageError(
+            "--input", str(input_path), f"already has {clashes[0]}: it is a benchmark table; {hint}"
+        )
+    if caption_column == "caption":  # the positive is rewritten into "caption"; keep the source
+        schema = schema.set(
+            schema.get_field_index("caption"), pa.field("source_caption", pa.string())
+        )
+    names = sorted({str(v) for v in source.read(columns=["family"]).column(0).unique().to_pylist()})
+    families = {name: family_record(load_family(name)) for name in names}
+    out_schema = pa.schema(list(schema) + [pa.field(n, t) for n, t in BENCHMARK_FIELDS])
+    document = provenance(
+        "benchmark",
+        protocol=protocol,
+        input=Path(input_path).name,
+        input_metadata=_input_summary(input_path),
+        families=families,
+    )
+    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    text_column = "source_caption" if caption_column == "caption" else caption_column
+    batches = (
+        (batch.rename_columns(schema.names), text_column, protocol, i * batch_size)
+        for i, batch in enumerate(source.iter_batches(batch_size=batch_size))
+    )
+    summary = {"rows": 0, "swap": 0, "confusion": 0, "vary": 0}
+    with StreamWriter(out, out_schema, document) as writer:
+        for result in _ordered_parallel(_benchmark_job, batches, workers, window=2 * workers):
+            writer.write(result)
+            summary["rows"] += result.num_rows
+            for key, column in (("swap", "swap_negatives"), ("confusion", "confusion_negatives")):
+                summary[key] += _total_length(result.column(column))
+            for column in ("vary_attribute_negatives", "vary_object_negatives"):
+                summary["vary"] += _total_length(result.column(column))
+            if progress:
+                progress(result.num_rows)
+    return summary
+
+
+def _total_length(column: pa.Array) -> int:
+    offsets = column.offsets
+    return int(offsets[-1].as_py() - offsets[0].as_py()) if len(column) else 0
+
+
+def _input_summary(path: str | Path) -> dict[str, Any]:
+    from autocomp.store.tables import read_metadata
+
+    meta = read_metadata(path)
+    return {k: meta[k] for k in ("table", "seed", "autocomp_version", "n", "count") if k in meta}
+
+
+# ----------------------------------------------------------------------------- pipeline helpers
+
+
+def parse_specs(specs: str) -> list[tuple[str, int]]:
+    """ "color:2,position:3" -> [("color", 2), ("position", 3)]."""
+    out = []
+    for item in (s.strip() for s in specs.split(",") if s.strip()):
+        name, sep, n = item.partition(":")
+        if not sep or not n.isdigit():
+            raise UsageError("--specs", item, "must look like family:N, e.g. color:2,position:3")
+        out.append((name, int(n)))
+    if not out:
+        raise UsageError("--specs", specs, "names no family:N pair")
+    return out
+
+
+def sample_many(specs: str, count: int, seed: int, out: str | Path) -> pa.Table:
+    """Concepts of several (family, N) pairs in one table (`count` each), written atomically."""
+    out = check_output_path(out)
+    tables, documents = [], {}
+    for name, n in parse_specs(specs):
+        table, document = concepts_table(load_family(name), n, count, seed)
+        tables.append(table)
+        documents[f"{name}:{n}"] = document
+    table = pa.concat_tables(tables)
+    write_table(table, out, provenance("concepts", seed=seed, count=count, specs=documents))
+    return table
+
+
+def collect_stage(folders: list[str | Path], out: str | Path) -> int:
+    """Merge the shard folders of a fanned-out stage into one folder (hard links where the
+    filesystem allows, else copies); the same file in two folders must be identical."""
+    import filecmp
+    import shutil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            if not path.is_file():
+                continue
+            target = out / path.relative_to(folder)
+            if target.exists():
+                if not filecmp.cmp(path, target, shallow=False):
+                    raise UsageError("collect", str(target), "differs between two shard folders")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copy2(path, target)
+            count += 1
+    return count
+
+
+def reuse_or_sample(
+    specs: str, count: int, seed: int, store: str, reuse: str, out: str | Path
+) -> pa.Table:
+    """The concept set of a run: fetched from the published benchmark `reuse` (so a re-run with
+    a new generator is comparable concept by concept), or sampled."""
+    if not reuse:
+        return sample_many(specs, count, seed, out)
+    import shutil
+    import tempfile
+
+    from autocomp.store.storage import open_store
+
+    work = Path(tempfile.mkdtemp(prefix="reuse-"))
+    open_store(store).get(f"benchmarks/{reuse}", work)
+    shutil.copyfile(work / "concepts.parquet", out)
+    return open_parquet(out).read()

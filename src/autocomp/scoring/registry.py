@@ -1,0 +1,170 @@
+"""The model registry: which models autocomp scores, with what backend, weights and resources.
+
+Data in `autocomp/models/registry.yaml` (see its header); this module loads and validates it.
+The list of backends is one dict: backend name -> the module and class that implements it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autocomp.errors import UsageError
+
+REGISTRY_FILE = Path(__file__).parent / "registry.yaml"
+REGISTRY_ENV = "AUTOCOMP_MODEL_REGISTRY"  # a site's own registry file replaces the shipped one
+
+BACKENDS: dict[str, str] = {
+    "open_clip": "autocomp.scoring.contrastive:OpenClipScorer",
+    "transformers_vlm": "autocomp.scoring.generative:VlmScorer",
+}
+SCORES = {"open_clip": ("cosine", "sigmoid"), "transformers_vlm": ("loglik",)}
+_COMMON = {
+    "name",
+    "title",
+    "backend",
+    "score",
+    "weights",
+    "dtype",
+    "gpus",
+    "gpu_memory_gb",
+    "trust_remote_code",
+}
+_REQUIRED = {
+    "open_clip": _COMMON | {"architecture", "preprocess"},
+    "transformers_vlm": _COMMON | {"model_class"},
+}
+_OPTIONAL = {
+    "paper_name", "hf_hub", "notes", "allow_remote_code", "prompt", "tiny_config", "base_model",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One registered model."""
+
+    name: str
+    title: str
+    backend: str
+    score: str
+    weights: str
+    dtype: str
+    gpus: int
+    gpu_memory_gb: float
+    trust_remote_code: bool
+    architecture: str | None = None
+    model_class: str | None = None
+    preprocess: dict[str, Any] | None = None
+    paper_name: str | None = None
+    hf_hub: str | None = None
+    notes: str | None = None
+    prompt: str | None = None
+    allow_remote_code: bool = False
+    base_model: str | None = None  # hard-negative fine-tunes: the model they started from
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_tiny(self) -> bool:
+        return self.weights == "tiny"
+
+    def record(self) -> dict[str, Any]:
+        """How the model is recorded in output metadata."""
+        return dict(self.raw)
+
+
+def _load(path: str) -> dict[str, ModelEntry]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError("model registry", path, f"cannot be read ({exc.strerror})") from exc
+    return _parse(text, path)
+
+
+@functools.lru_cache(maxsize=4)
+def _parse(text: str, path: str) -> dict[str, ModelEntry]:
+    raw = yaml.safe_load(text)
+    entries: dict[str, ModelEntry] = {}
+    for i, item in enumerate(raw["models"]):
+        entry = _entry(path, i, item)
+        if entry.name in entries:
+            raise UsageError(f"model registry {path}", entry.name, "duplicate model name")
+        entries[entry.name] = entry
+    return entries
+
+
+def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
+    where = f"model registry {path}: models[{i}]"
+    backend = item.get("backend")
+    if backend not in BACKENDS:
+        raise UsageError(where, backend, f"backend must be one of {', '.join(BACKENDS)}")
+    missing = sorted(_REQUIRED[backend] - item.keys())
+    if missing:
+        raise UsageError(where, item.get("name"), f"missing key(s) {', '.join(missing)}")
+    unknown = sorted(item.keys() - _REQUIRED[backend] - _OPTIONAL)
+    if unknown:
+        raise UsageError(where, unknown[0], "unknown key")
+    if item["score"] not in SCORES[backend]:
+        raise UsageError(where, item["score"], f"score must be one of {', '.join(SCORES[backend])}")
+    if not isinstance(item["trust_remote_code"], bool):
+        raise UsageError(
+            where, item["trust_remote_code"], "trust_remote_code must be true or false"
+        )
+    fields = {k: v for k, v in item.items() if k in ModelEntry.__dataclass_fields__}
+    return ModelEntry(**fields, raw=dict(item))
+
+
+def all_models(path: str | Path | None = None) -> dict[str, ModelEntry]:
+    """Every registered model, by name, in registry order ($AUTOCOMP_MODEL_REGISTRY or the
+    shipped registry unless a path is given)."""
+    import os
+
+    return _load(str(path or os.environ.get(REGISTRY_ENV) or REGISTRY_FILE))
+
+
+def get_model(name: str, path: str | Path | None = None) -> ModelEntry:
+    """One model by name; unknown names get the closest registered names."""
+    models = all_models(path)
+    if name not in models:
+        close = difflib.get_close_matches(name, list(models), n=3, cutoff=0.4)
+        hint = f"closest: {', '.join(close)}; " if close else ""
+        raise UsageError("--model", name, f"unknown model; {hint}`autocomp models` lists all")
+    entry = models[name]
+    if entry.trust_remote_code and not entry.allow_remote_code:
+        raise UsageError(
+            "--model",
+            name,
+            "its weights need trust_remote_code, which runs code from the hub; review that code, "
+            "then set `allow_remote_code: true` on the entry in the registry to allow it",
+        )
+    return entry
+
+
+def backend_class(entry: ModelEntry) -> type:
+    """Import the scorer class of an entry's backend (heavy imports happen only here)."""
+    import importlib
+
+    module, cls = BACKENDS[entry.backend].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def gpu_groups(path: str | Path | None = None) -> list[int]:
+    """The distinct GPU counts of registered models (one fan-out per count in evaluate_models)."""
+    return sorted({m.gpus for m in all_models(path).values()})
+
+
+NO_MODEL = "none"  # the one item of an empty fan-out (an empty ParallelFor has no outputs)
+
+
+def models_for(requested: list[str], gpus: int, path: str | Path | None = None) -> list[str]:
+    """The requested models (names, or "all": every non-tiny model) that need `gpus` GPUs;
+    [NO_MODEL] when there are none, so the pipeline's fan-in still has an input."""
+    models = all_models(path)
+    names = [n for n in models if not models[n].is_tiny] if requested == ["all"] else requested
+    for name in names:
+        get_model(name, path)  # unknown names and unreviewed remote code fail here, early
+    return [n for n in names if models[n].gpus == gpus] or [NO_MODEL]

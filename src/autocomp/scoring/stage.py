@@ -1,0 +1,397 @@
+"""The score stage: one model x one benchmark table -> scores, predictions and accuracy.
+
+Per benchmark row the candidates are the positive (index 0), the Confusion negatives (1..C; every
+Swap negative is one of them, found through `swap_in_confusion`) and, at N=1, the sanity sets.
+Each distinct (image, caption) is scored once. Outputs, in the --out folder:
+
+    run.json                  model entry, benchmark, versions (a resumed run must match it)
+    scores/part-NNNNN.parquet model, sample_id, candidate_index, score
+    predictions/part-*.parquet one row per sample x set x protocol (schema below)
+    summary.parquet           accuracy per family x N x condition x set x protocol, with chance
+
+Tie rule: an item is correct only if the positive's score is strictly greater than every
+negative's; a tie at the top counts as an error (`tie` is set), and `predicted` then names the
+first tied negative. The rule never favours the positive.
+
+Protocols: predictions are computed for both from the same scores. "paper" uses every candidate;
+"strict" leaves out candidates flagged as describing the positive's own scene.
+
+Failures (a missing or unreadable image, a row the model cannot score) are recorded per item
+with the reason; they stay in the denominator as errors and are counted in `failed`.
+
+Resume: items whose predictions already exist in the folder are not scored again; parts are
+written atomically, so a killed run resumes at the first unfinished part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from autocomp import __version__
+from autocomp.errors import UsageError
+from autocomp.scoring import Scorer, ScoreRequest
+from autocomp.scoring.registry import ModelEntry
+from autocomp.store.storage import file_sha256
+from autocomp.store.tables import (
+    open_parquet,
+    provenance,
+    read_metadata,
+    require_columns,
+    write_table,
+)
+
+REQUIRED = (
+    "family", "n", "caption", "swap_negatives", "swap_in_confusion", "swap_same_scene",
+    "confusion_negatives", "confusion_same_scene", "vary_attribute_negatives",
+    "vary_object_negatives",
+)  # fmt: skip
+SETS = ("swap", "confusion", "vary_attribute", "vary_object")
+SCORES_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("sample_id", pa.string()),
+        ("candidate_index", pa.int32()),
+        ("score", pa.float64()),
+    ]
+)
+PREDICTIONS_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("sample_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),
+        ("set", pa.string()),
+        ("protocol", pa.string()),
+        ("candidates", pa.int32()),
+        ("correct", pa.bool_()),
+        ("tie", pa.bool_()),
+        ("predicted", pa.int32()),
+        ("positive_score", pa.float64()),
+        ("best_negative_score", pa.float64()),
+        ("failed", pa.bool_()),
+        ("reason", pa.string()),
+    ]
+)
+
+
+@dataclass
+class Item:
+    """One benchmark row, ready to score."""
+
+    sample_id: str
+    family: str
+    n: int
+    condition: str
+    image: str | dict | None  # a path, or an embedded {bytes, path} image
+    candidates: list[str]  # positive first, then confusion, then the N=1 sanity sets
+    sets: dict[str, list[int]]  # set name -> candidate indices of its negatives
+    same_scene: set[int]
+
+
+def item_from_row(row: dict[str, Any], index: int) -> Item:
+    sample_id = row.get("sample_id") or row.get("concept_id") or f"row-{index}"
+    if row.get("condition") and not row.get("sample_id"):
+        sample_id = f"{sample_id}/{row['condition']}"
+    candidates = [row["caption"], *row["confusion_negatives"]]
+    sets = {
+        "confusion": list(range(1, len(candidates))),
+        "swap": [i + 1 for i in row["swap_in_confusion"]],
+    }
+    same = {i + 1 for i, flag in enumerate(row["confusion_same_scene"]) if flag}
+    for name in ("vary_attribute", "vary_object"):
+        start = len(candidates)
+        candidates += row[f"{name}_negatives"]
+        sets[name] = list(range(start, len(candidates)))
+    return Item(
+        sample_id=str(sample_id),
+        family=row["family"],
+        n=int(row["n"]),
+        condition=str(row.get("condition") or "minimal"),
+        image=row.get("image"),
+        candidates=candidates,
+        sets={k: v for k, v in sets.items() if v},
+        same_scene=same,
+    )
+
+
+def judge(scores: list[float], negatives: list[int]) -> tuple[bool, bool, int, float]:
+    """(correct, tie, predicted, best negative score) under the strict-greater tie rule."""
+    best = max(scores[i] for i in negatives)
+    first_best = next(i for i in negatives if scores[i] == best)
+    positive = scores[0]
+    if positive > best:
+        return True, False, 0, best
+    return False, positive == best, first_best, best
+
+
+def predictions_for(model: str, item: Item, scores: list[float] | None, reason: str) -> list[dict]:
+    rows = []
+    for set_name, negatives in item.sets.items():
+        for protocol in ("paper", "strict"):
+            kept = (
+                negatives
+                if protocol == "paper"
+                else [i for i in negatives if i not in item.same_scene]
+            )
+            row = {
+                "model": model, "sample_id": item.sample_id, "family": item.family, "n": item.n,
+                "condition": item.condition, "set": set_name, "protocol": protocol,
+                "candidates": len(kept) + 1, "correct": False, "tie": False, "predicted": -1,
+                "positive_score": None, "best_negative_score": None, "failed": scores is None,
+                "reason": reason,
+            }  # fmt: skip
+            if scores is not None and kept:
+                correct, tie, predicted, best = judge(scores, kept)
+                row.update(
+                    correct=correct, tie=tie, predicted=predicted,
+                    positive_score=scores[0], best_negative_score=best,
+                )  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def load_image(root: Path | None, ref: str | dict | None) -> Any:
+    """An RGB PIL image from a path (under `root`) or an embedded image ({bytes, path}, the
+    Hugging Face datasets Image layout of published benchmarks); else ValueError with a reason."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(ref, dict):
+        if ref.get("bytes"):
+            try:
+                with Image.open(io.BytesIO(ref["bytes"])) as image:
+                    image.load()
+                    return image.convert("RGB")
+            except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+                raise ValueError(f"embedded image unreadable: {ref.get('path')} ({exc})") from None
+        ref = ref.get("path")
+    if ref is None:
+        raise ValueError("the row has no image")
+    path = Path(ref) if root is None else root / ref
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.convert("RGB")
+    except FileNotFoundError:
+        raise ValueError(f"image not found: {path}") from None
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise ValueError(f"image unreadable: {path} ({exc})") from None
+
+
+def _chunks(items: Iterable[Item], max_candidates: int) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
+    size = 0
+    for item in items:
+        if chunk and size + len(item.candidates) > max_candidates:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += len(item.candidates)
+    if chunk:
+        yield chunk
+
+
+def _stream_items(source: pq.ParquetFile, batch_size: int = 512) -> Iterator[Item]:
+    """Benchmark rows as items, read batch by batch (a paper-scale table never sits in memory)."""
+    index = 0
+    for batch in source.iter_batches(batch_size=batch_size):
+        for row in batch.to_pylist():
+            yield item_from_row(row, index)
+            index += 1
+
+
+def _done_ids(out: Path) -> set[str]:
+    done: set[str] = set()
+    for part in sorted((out / "predictions").glob("part-*.parquet")):
+        done.update(pq.read_table(part, columns=["sample_id"]).column(0).to_pylist())
+    return done
+
+
+def _check_run(out: Path, record: dict[str, Any]) -> None:
+    run_file = out / "run.json"
+    if run_file.exists():
+        previous = json.loads(run_file.read_text())
+        keys = ("model", "benchmark_sha", "blind")
+        if any(previous.get(k) != record.get(k) for k in keys):
+            raise UsageError(
+                "--out",
+                str(out),
+                "holds a run of another model or benchmark; use a new folder to keep both",
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scores").mkdir(exist_ok=True)
+    (out / "predictions").mkdir(exist_ok=True)
+    tmp = run_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
+    tmp.replace(run_file)
+
+
+def score_stage(
+    entry: ModelEntry,
+    benchmark: str | Path,
+    out: str | Path,
+    scorer_factory: Callable[[], Scorer],
+    images_root: str | Path | None = None,
+    blind: bool = False,
+    max_candidates: int = 4096,
+    progress: Callable[[int], None] | None = None,
+) -> pa.Table:
+    """Score every not-yet-scored item of `benchmark` with the model; return the summary."""
+    source = open_parquet(benchmark)
+    require_columns(
+        benchmark, source.schema_arrow, REQUIRED, "give a benchmark table (autocomp negatives)"
+    )
+    if not blind and "image" not in source.schema_arrow.names:
+        raise UsageError(
+            "--benchmark",
+            str(benchmark),
+            "has no image column; pass --blind to score captions alone",
+        )
+    out = Path(out)
+    digest = file_sha256(Path(benchmark))
+    record = {
+        "model": entry.name, "entry": entry.record(), "benchmark": str(benchmark),
+        "benchmark_sha": digest, "benchmark_metadata": read_metadata(benchmark),
+        "blind": blind, "autocomp_version": __version__,
+    }  # fmt: skip
+    _check_run(out, record)
+    done = _done_ids(out)
+    todo = (it for it in _stream_items(source) if it.sample_id not in done)
+    root = Path(images_root) if images_root else None
+    scorer: Scorer | None = None
+    part = len(list((out / "predictions").glob("part-*.parquet")))
+    document = provenance(
+        "scores", model=entry.name, entry=entry.record(), benchmark_sha=digest, blind=blind
+    )
+    for chunk in _chunks(todo, max_candidates):
+        scorer = scorer or scorer_factory()
+        score_rows, prediction_rows = _score_chunk(entry.name, chunk, scorer, root, blind)
+        name = f"part-{part:05d}.parquet"
+        write_table(
+            pa.Table.from_pylist(score_rows, SCORES_SCHEMA), out / "scores" / name, document
+        )
+        write_table(
+            pa.Table.from_pylist(prediction_rows, PREDICTIONS_SCHEMA),
+            out / "predictions" / name,
+            {**document, "table": "predictions"},
+        )
+        part += 1
+        if progress:
+            progress(len(chunk))
+    summary = summarize(out)
+    write_table(summary, out / "summary.parquet", {**document, "table": "summary"})
+    return summary
+
+
+def _score_chunk(
+    model: str, chunk: list[Item], scorer: Scorer, root: Path | None, blind: bool
+) -> tuple[list[dict], list[dict]]:
+    images: dict[str, Any] = {}
+    ready: list[Item] = []
+    prediction_rows: list[dict] = []
+    for item in chunk:
+        if blind:
+            ready.append(item)
+            continue
+        try:
+            images[item.sample_id] = load_image(root, item.image)
+            ready.append(item)
+        except ValueError as exc:
+            prediction_rows += predictions_for(model, item, None, str(exc))
+    requests = [
+        ScoreRequest(None if blind else item.sample_id, text)
+        for item in ready
+        for text in item.candidates
+    ]
+    flat = scorer.score(requests, images) if requests else []
+    score_rows = []
+    offset = 0
+    for item in ready:
+        scores = flat[offset : offset + len(item.candidates)]
+        offset += len(item.candidates)
+        score_rows += [
+            {"model": model, "sample_id": item.sample_id, "candidate_index": i, "score": s}
+            for i, s in enumerate(scores)
+        ]
+        prediction_rows += predictions_for(model, item, scores, "")
+    return score_rows, prediction_rows
+
+
+def read_predictions(out: str | Path) -> pa.Table:
+    parts = sorted((Path(out) / "predictions").glob("part-*.parquet"))
+    if not parts:
+        return PREDICTIONS_SCHEMA.empty_table()
+    return pa.concat_tables(pq.read_table(p).replace_schema_metadata(None) for p in parts)
+
+
+def summarize(out: str | Path) -> pa.Table:
+    """Accuracy per model x family x N x condition x set x protocol, with the chance baseline."""
+    table = read_predictions(out)
+    table = table.append_column(
+        "chance", pc.divide(1.0, pc.cast(table["candidates"], pa.float64()))
+    )
+    keys = ["model", "family", "n", "condition", "set", "protocol"]
+    grouped = table.group_by(keys).aggregate(
+        [
+            ("sample_id", "count"),
+            ("correct", "sum"),
+            ("failed", "sum"),
+            ("tie", "sum"),
+            ("chance", "mean"),
+        ]
+    )
+    grouped = grouped.rename_columns(keys + ["items", "correct", "failed", "ties", "chance"])
+    accuracy = pc.divide(
+        pc.cast(grouped["correct"], pa.float64()), pc.cast(grouped["items"], pa.float64())
+    )
+    return grouped.append_column("accuracy", accuracy).sort_by([(k, "ascending") for k in keys])
+
+
+def score_model(
+    model: str, benchmark: str | Path, out: str | Path, store: str = "", name: str = ""
+) -> Path:
+    """Score one registered model and publish its run to the store as results/<name>/<model>.
+    A run already published there is fetched instead of scored again (resume)."""
+    from autocomp.scoring import load_scorer
+    from autocomp.scoring.registry import NO_MODEL, get_model
+
+    out = Path(out)
+    if model == NO_MODEL:  # the placeholder of a GPU group with no requested model
+        out.mkdir(parents=True, exist_ok=True)
+        return out
+    key = f"results/{name}/{model}"
+    target = None
+    if store:
+        from autocomp.store.storage import open_store
+
+        target = open_store(store)
+        if target.manifest(key) is not None:
+            target.get(key, out)
+            return out
+    entry = get_model(model)
+    score_stage(entry, benchmark, out, lambda: load_scorer(model))
+    if target is not None:
+        target.put(key, out, {"stage": "score", "model": model, "benchmark": name})
+    return out
+
+
+def collect_runs(folders: list[str | Path], out: str | Path) -> pa.Table:
+    """One summary table over several score runs (each folder: one model's `score` output)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [Path(f) / "summary.parquet" for f in folders]
+    tables = [pq.read_table(f) for f in files if f.is_file()]  # placeholders have none
+    tables = [t for t in tables if t.num_rows]
+    table = pa.concat_tables(tables) if tables else pa.table({})
+    write_table(table, out / "summary.parquet", provenance("summary", runs=len(folders)))
+    return table

@@ -1,0 +1,107 @@
+"""Shards: how the generation stages split a run over workers and resume after a failure.
+
+A stage's output is a folder. Rows are assigned to shard `i` of `k` by a stable hash of their
+concept id (both conditions of a concept land in the same shard), and each shard is one Parquet
+file, `<kind>-IIIII-of-KKKKK.parquet`, written atomically: a shard file either is complete or does
+not exist. A re-run skips the shards that exist (after checking they were made by the same
+configuration); a killed worker loses only its unfinished shard. Readers of a stage folder insist
+that all `k` shards are present, so half a run is never read as a whole one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from autocomp.errors import UsageError
+from autocomp.store.tables import open_parquet, read_metadata
+
+_NAME = re.compile(r"^(?P<kind>[a-z_]+)-(?P<i>\d{5})-of-(?P<k>\d{5})\.parquet$")
+
+
+def shard_of(concept_id: str, num_shards: int) -> int:
+    """The shard of a concept (stable across processes, machines and Python hash seeds)."""
+    digest = hashlib.sha256(concept_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % num_shards
+
+
+def shard_path(folder: str | Path, kind: str, shard: int, num_shards: int) -> Path:
+    return Path(folder) / f"{kind}-{shard:05d}-of-{num_shards:05d}.parquet"
+
+
+def check_shard_args(shard: int | None, num_shards: int) -> list[int]:
+    """The shards one invocation runs: one (`--shard`) or all of them, in order."""
+    if num_shards < 1:
+        raise UsageError("--num-shards", num_shards, "must be at least 1")
+    if shard is None:
+        return list(range(num_shards))
+    if not 0 <= shard < num_shards:
+        raise UsageError("--shard", shard, f"must be between 0 and {num_shards - 1}")
+    return [shard]
+
+
+def prepare_folder(folder: str | Path) -> Path:
+    """An output folder: created if missing (its parent must exist); a file there is an error."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError("--out", str(folder), "is a file; give a folder for this stage's shards")
+    if not folder.parent.exists():
+        raise UsageError("--out", str(folder), f"folder {folder.parent} does not exist")
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def finished(path: Path, config: dict[str, Any]) -> bool:
+    """Whether a shard file exists and was made with `config` (else: a clear error)."""
+    if not path.is_file():
+        return False
+    made_by = read_metadata(path).get("config")
+    if made_by != config:
+        raise UsageError(
+            "--out",
+            str(path.parent),
+            f"already holds {path.name} made with another configuration; use a new folder "
+            "(or delete it to start over)",
+        )
+    return True
+
+
+def read_stage(
+    path: str | Path, kind: str, option: str = "--input", only: int | None = None
+) -> tuple[pa.Table, dict[str, Any]]:
+    """All shards of a stage folder (or one Parquet file) as one table, with the metadata of the
+    first shard. Missing shards are an error that names them. `only`: just that shard (a worker
+    of a fanned-out pipeline sees only its own shard's folder)."""
+    path = Path(path)
+    if path.is_file():
+        return open_parquet(path).read(), read_metadata(path)
+    if not path.is_dir():
+        raise UsageError(option, str(path), f"no such folder; give the {kind} stage's --out")
+    found: dict[int, Path] = {}
+    totals = set()
+    for file in sorted(path.iterdir()):
+        match = _NAME.match(file.name)
+        if match and match["kind"] == kind:
+            found[int(match["i"])] = file
+            totals.add(int(match["k"]))
+    if not found:
+        raise UsageError(option, str(path), f"holds no {kind} shards; run that stage first")
+    if len(totals) > 1:
+        raise UsageError(option, str(path), f"mixes shard counts {sorted(totals)}")
+    total = totals.pop()
+    wanted = set(range(total)) if only is None else {only}
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise UsageError(
+            option,
+            str(path),
+            f"is missing {kind} shard(s) {', '.join(map(str, missing[:5]))} of {total}; "
+            "run them (--shard) before the next stage",
+        )
+    tables = [pq.read_table(found[i]) for i in sorted(wanted)]
+    return pa.concat_tables(tables, promote_options="default"), read_metadata(found[min(wanted)])

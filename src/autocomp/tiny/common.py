@@ -1,0 +1,40 @@
+"""What every tiny random-weight model shares: the cache folder, a chat template and a
+byte-level tokenizer that need no download."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Where tiny weights live: $AUTOCOMP_CACHE/tiny, default ~/.cache/autocomp/tiny."""
+    root = os.environ.get("AUTOCOMP_CACHE") or Path.home() / ".cache" / "autocomp"
+    return Path(root) / "tiny"
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}"
+    "{{ m['content'] }}{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}IMAGE"
+    "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def byte_level_tokenizer(specials: list[str]) -> object:
+    """A byte-level BPE tokenizer with no merges (every byte one token) and the given specials."""
+    from transformers import Qwen2Tokenizer
+
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    chars, extra = list(printable), 0
+    for b in range(256):
+        if b not in printable:
+            chars.append(256 + extra)
+            extra += 1
+    vocab = {chr(c): i for i, c in enumerate(chars)}
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab, merges=[], unk_token=None, bos_token=None,
+        eos_token="<|endoftext|>", pad_token="<|endoftext|>",
+    )  # fmt: skip
+    tokenizer.add_special_tokens({"additional_special_tokens": specials})
+    return tokenizer

@@ -1,0 +1,153 @@
+"""Tiny random-weight variants of each backend, built from a config and saved to disk.
+
+They let every scoring path run on a CPU with no download: the weights are built once (seeded),
+saved the way real weights are stored, and then loaded back by the production loader.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from autocomp.tiny.common import CHAT_TEMPLATE, byte_level_tokenizer, cache_dir
+
+TINY_CONFIGS = Path(__file__).parent / "configs"
+
+
+def register_open_clip_configs() -> None:
+    import open_clip
+
+    open_clip.add_model_config(TINY_CONFIGS)
+
+
+def ensure_open_clip_weights(entry: Any) -> Path:
+    """Build (once) and save the tiny open_clip model's state dict; return the file."""
+    import open_clip
+    import torch
+
+    register_open_clip_configs()
+    path = cache_dir() / entry.name / "open_clip_model.safetensors"
+    if path.is_file():
+        return path
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = open_clip.create_model(entry.architecture, pretrained=None).eval()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    os.replace(tmp, path)
+    return path
+
+
+# ----------------------------------------------------------------------------- VLMs
+
+
+def _build_qwen2_5_vl(folder: Path) -> None:
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
+                "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
+    tok = byte_level_tokenizer(specials)
+    ids = {s: tok.convert_tokens_to_ids(s) for s in specials}
+    image_processor = Qwen2VLImageProcessor(
+        min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2
+    )
+    processor = Qwen2_5_VLProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        video_processor=Qwen2VLVideoProcessor(),
+        chat_template=CHAT_TEMPLATE.replace("IMAGE", "<|vision_start|><|image_pad|><|vision_end|>"),
+    )
+    config = Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+            "max_position_embeddings": 4096, "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
+        },
+        vision_config={
+            "depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+            "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+            "out_hidden_size": 32, "window_size": 28, "fullatt_block_indexes": [0],
+        },
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+    )  # fmt: skip
+    _save(Qwen2_5_VLForConditionalGeneration, config, processor, folder)
+
+
+def _build_llava(folder: Path) -> None:
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>"])
+    image_processor = CLIPImageProcessor(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    )
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE.replace("IMAGE", "<image>"),
+    )
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(
+            image_size=32, patch_size=8, hidden_size=32, intermediate_size=64,
+            num_hidden_layers=2, num_attention_heads=2, projection_dim=32,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+            bos_token_id=eos, eos_token_id=eos,
+        ),
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )  # fmt: skip
+    _save(LlavaForConditionalGeneration, config, processor, folder)
+
+
+def _save(model_class: type, config: object, processor: object, folder: Path) -> None:
+    import shutil
+
+    import torch
+
+    torch.manual_seed(0)
+    model = model_class(config).eval()
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    processor.save_pretrained(tmp)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+
+
+VLM_BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "llava": _build_llava}
+
+
+def ensure_vlm(entry: Any) -> Path:
+    """Build (once) and save a tiny VLM and its processor; return the from_pretrained folder."""
+    folder = cache_dir() / entry.name
+    if not (folder / "config.json").is_file():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        VLM_BUILDERS[str(entry.raw["tiny_config"])](folder)
+    return folder
