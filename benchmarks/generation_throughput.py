@@ -32,7 +32,8 @@ os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 from autocomp import checks  # noqa: E402
-from autocomp.generation.registry import get_generation_model, profile  # noqa: E402
+from autocomp.config import get_profile  # noqa: E402
+from autocomp.generation.registry import get_generation_model  # noqa: E402
 from autocomp.protocol.concepts import sample_concepts  # noqa: E402
 from autocomp.protocol.family import load_family  # noqa: E402
 
@@ -72,7 +73,7 @@ def validation_costs(args, images, concepts, family) -> dict[str, float]:
     from autocomp.generation.vqa import VqaJudge
     from autocomp.scoring import load_scorer
 
-    names = profile(args.profile)
+    names = get_profile(args.profile).roles()
     det_entry = get_generation_model("detector", names["detector"])
     seg_entry = get_generation_model("segmenter", names["segmenter"])
     detector = Detector(det_entry, device=args.device, random_weights=args.random_weights)
@@ -117,7 +118,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3)
     parser.add_argument("--random-weights", action="store_true")
     args = parser.parse_args()
-    args.renderer = args.renderer or profile(args.profile)["renderer"]
+    args.renderer = args.renderer or get_profile(args.profile).roles()["renderer"]
     entry = get_generation_model("renderer", args.renderer)
     family = load_family("color")
     concepts = sample_concepts(family, args.n, args.images, seed=0)

@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from autocomp.config import NegativesConfig
 from autocomp.protocol.binding import bind
 from autocomp.protocol.concepts import count_concepts, sample_concepts
 from autocomp.protocol.family import load_family
@@ -143,7 +144,7 @@ def main() -> None:
     )
 
     t0 = time.perf_counter()
-    summary = negatives_stage(source, target, "paper", workers=args.workers)
+    summary = negatives_stage(source, target, NegativesConfig(workers=args.workers))
     wall = time.perf_counter() - t0
     candidates = summary["swap"] + summary["confusion"]
     own, children = peak_rss_mb()

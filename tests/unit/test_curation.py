@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from autocomp.config import CurateConfig
 from autocomp.errors import UsageError
 from autocomp.generation.curate import curate_stage
 from autocomp.generation.render import RENDER_SCHEMA
@@ -64,7 +65,7 @@ def test_sets_by_hand(tmp_path):
 
 def test_rejected_samples_are_kept_marked_with_their_first_failure(tmp_path):
     render, verdicts = _write(tmp_path)
-    curate_stage(render, verdicts, tmp_path / "out", keep_rejected=True)
+    curate_stage(render, verdicts, tmp_path / "out", config=CurateConfig(keep_rejected=True))
     rows = {
         r["sample_id"]: r for r in pq.read_table(tmp_path / "out" / "curated.parquet").to_pylist()
     }

@@ -3,6 +3,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from autocomp.config import NegativesConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring import load_scorer
@@ -22,8 +23,8 @@ def benchmark(tmp_path):
     one grayscale and one RGBA image (normalised to RGB)."""
     sample_stage("color", 2, 5, 0, tmp_path / "c2.parquet")
     sample_stage("color", 1, 3, 0, tmp_path / "c1.parquet")
-    negatives_stage(tmp_path / "c2.parquet", tmp_path / "b2.parquet", workers=1)
-    negatives_stage(tmp_path / "c1.parquet", tmp_path / "b1.parquet", workers=1)
+    negatives_stage(tmp_path / "c2.parquet", tmp_path / "b2.parquet", NegativesConfig(workers=1))
+    negatives_stage(tmp_path / "c1.parquet", tmp_path / "b1.parquet", NegativesConfig(workers=1))
     table = pa.concat_tables(
         pq.read_table(tmp_path / f"b{n}.parquet").replace_schema_metadata(None) for n in (2, 1)
     )
@@ -44,7 +45,7 @@ def test_score_stage_end_to_end(tmp_path, benchmark):
     path, root = benchmark
     entry = get_model("tiny-clip")
     summary = score_stage(
-        entry, path, tmp_path / "run", lambda: load_scorer("tiny-clip", "cpu"), root
+        entry, path, tmp_path / "run", lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(root)
     )
     rows = {(r["n"], r["set"], r["protocol"]): r for r in summary.to_pylist()}
     assert rows[(2, "swap", "paper")]["items"] == 5 and rows[(2, "swap", "paper")]["failed"] == 2
@@ -80,17 +81,17 @@ def test_resume_scores_only_missing_items(tmp_path, benchmark):
         return made[-1]
 
     out = tmp_path / "run"
-    score_stage(entry, path, out, factory, root, max_candidates=40)
+    score_stage(entry, path, out, factory, ScoreConfig(root, max_candidates=40))
     parts = sorted((out / "predictions").glob("part-*.parquet"))
     assert len(parts) > 2
     first = read_predictions(out).sort_by("sample_id")
     (out / "predictions" / parts[-1].name).unlink()
     (out / "scores" / parts[-1].name).unlink()
-    score_stage(entry, path, out, factory, root, max_candidates=40)
+    score_stage(entry, path, out, factory, ScoreConfig(root, max_candidates=40))
     assert len(made) == 2
     assert made[1].calls["image_encodes"] < made[0].calls["image_encodes"]
     assert read_predictions(out).sort_by("sample_id").equals(first)
-    score_stage(entry, path, out, factory, root, max_candidates=40)
+    score_stage(entry, path, out, factory, ScoreConfig(root, max_candidates=40))
     assert len(made) == 2  # nothing left: the model is not even loaded
 
 
@@ -101,7 +102,7 @@ def test_run_folder_of_another_model_is_refused(tmp_path, benchmark):
         path,
         tmp_path / "run",
         lambda: load_scorer("tiny-clip", "cpu"),
-        root,
+        ScoreConfig(root),
     )
     with pytest.raises(UsageError, match="another model"):
         score_stage(
@@ -109,7 +110,7 @@ def test_run_folder_of_another_model_is_refused(tmp_path, benchmark):
             path,
             tmp_path / "run",
             lambda: load_scorer("tiny-siglip", "cpu"),
-            root,
+            ScoreConfig(root),
         )
 
 
@@ -118,7 +119,7 @@ def test_bad_benchmarks(tmp_path):
     with pytest.raises(UsageError, match="missing column"):
         score_stage(get_model("tiny-clip"), tmp_path / "t.parquet", tmp_path / "o", lambda: None)
     sample_stage("color", 2, 2, 0, tmp_path / "c.parquet")
-    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", workers=1)
+    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1))
     with pytest.raises(UsageError, match="no image column.*--blind"):
         score_stage(get_model("tiny-clip"), tmp_path / "b.parquet", tmp_path / "o", lambda: None)
 

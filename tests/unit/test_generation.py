@@ -4,12 +4,14 @@ production loaders (offline, CPU)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from autocomp.config import CaptionConfig, RenderConfig, ValidateConfig
 from autocomp.errors import UsageError
 from autocomp.generation import caption as captioning
 from autocomp.generation import checks
@@ -17,6 +19,12 @@ from autocomp.generation.render import image_seed, render_stage
 from autocomp.generation.validate import Models, check_detector_vocabulary, validate_stage
 from autocomp.protocol.stages import sample_stage
 from autocomp.store.shards import read_stage, shard_path
+
+CAPTION = CaptionConfig(captioner="tiny-llm", num_shards=2, fallback="minimal")
+RENDER = RenderConfig(renderer="tiny-sd3", num_shards=2)
+VALIDATE = ValidateConfig(
+    detector="tiny-grounding-dino", segmenter="tiny-sam2", vqa="tiny-qwen2.5-vl"
+)
 
 
 class Scripted:
@@ -42,11 +50,8 @@ def run_dir(tmp_path_factory):
     """sample -> caption (tiny LLM, minimal fallback) -> render (tiny SD3), two shards."""
     folder = tmp_path_factory.mktemp("gen")
     sample_stage("color", 2, 3, 0, folder / "concepts.parquet")
-    summary = captioning.caption_stage(
-        folder / "concepts.parquet", folder / "captions", "tiny-llm", num_shards=2,
-        fallback="minimal",
-    )  # fmt: skip
-    render = render_stage(folder / "captions", folder / "render", "tiny-sd3", num_shards=2)
+    summary = captioning.caption_stage(folder / "concepts.parquet", folder / "captions", CAPTION)
+    render = render_stage(folder / "captions", folder / "render", RENDER)
     return folder, summary, render
 
 
@@ -101,14 +106,14 @@ def test_caption_stage_with_the_tiny_llm(run_dir):
 def test_caption_stage_resumes_and_refuses_another_config(run_dir):
     folder, _, _ = run_dir
     again = captioning.caption_stage(
-        folder / "concepts.parquet", folder / "captions", "tiny-llm", num_shards=2,
-        fallback="minimal", load=lambda: pytest.fail("finished shards must not load the model"),
+        folder / "concepts.parquet", folder / "captions", CAPTION,
+        load=lambda: pytest.fail("finished shards must not load the model"),
     )  # fmt: skip
     assert again["skipped_shards"] == 2 and again["concepts"] == 0
     with pytest.raises(UsageError, match="another configuration"):
         captioning.caption_stage(
-            folder / "concepts.parquet", folder / "captions", "tiny-llm", num_shards=2,
-            overrides={"temperature": 0.2},
+            folder / "concepts.parquet", folder / "captions",
+            replace(CAPTION, fallback=None, settings={"temperature": 0.2}),
         )  # fmt: skip
 
 
@@ -173,9 +178,9 @@ def test_render_is_reproducible_and_nearly_independent_of_batching(run_dir, tmp_
     def shas(path):
         return {r["sample_id"]: r["sha256"] for r in read_stage(path, "render")[0].to_pylist()}
 
-    render_stage(folder / "captions", tmp_path / "same", "tiny-sd3", num_shards=2)
+    render_stage(folder / "captions", tmp_path / "same", RENDER)
     assert shas(tmp_path / "same") == shas(folder / "render")  # same batches: bit-identical
-    render_stage(folder / "captions", tmp_path / "one", "tiny-sd3", batch_size=1)
+    render_stage(folder / "captions", tmp_path / "one", replace(RENDER, num_shards=1, batch_size=1))
     for row in read_stage(tmp_path / "one", "render")[0].to_pylist():
         a = np.asarray(Image.open(tmp_path / "one" / row["image"]), dtype=int)
         b = np.asarray(Image.open(folder / "render" / row["image"]), dtype=int)
@@ -192,7 +197,7 @@ def test_render_resumes_from_the_images_on_disk(run_dir, tmp_path):
     lost = read_stage(victim, "render")[0].to_pylist()
     victim.unlink()  # the shard's table was never written: the worker died before the end
     (tmp_path / "r" / lost[0]["image"]).unlink()  # and one of its images is missing
-    summary = render_stage(folder / "captions", tmp_path / "r", "tiny-sd3", num_shards=2)
+    summary = render_stage(folder / "captions", tmp_path / "r", RENDER)
     assert summary == {"images": 1, "reused": len(lost) - 1, "skipped_shards": 1}
     assert len(lost) >= 2
     redone = {r["sample_id"]: r for r in read_stage(victim, "render")[0].to_pylist()}
@@ -209,8 +214,7 @@ def test_a_missing_shard_stops_the_next_stage(run_dir, tmp_path):
     shutil.copytree(folder / "render", tmp_path / "r")
     shard_path(tmp_path / "r", "render", 1, 2).unlink()
     with pytest.raises(UsageError, match="missing render shard"):
-        validate_stage(tmp_path / "r", tmp_path / "v", "tiny-grounding-dino", "tiny-sam2",
-                       "tiny-qwen2.5-vl")  # fmt: skip
+        validate_stage(tmp_path / "r", tmp_path / "v", VALIDATE)
 
 
 # ----------------------------------------------------------------------------- validate
@@ -219,9 +223,8 @@ def test_a_missing_shard_stops_the_next_stage(run_dir, tmp_path):
 def test_validate_runs_every_check_with_tiny_models(run_dir, tmp_path):
     folder, _, _ = run_dir
     summary = validate_stage(
-        folder / "render", tmp_path / "v", "tiny-grounding-dino", "tiny-sam2", "tiny-qwen2.5-vl",
-        num_shards=2, all_checks=True,
-    )  # fmt: skip
+        folder / "render", tmp_path / "v", replace(VALIDATE, num_shards=2, all_checks=True)
+    )
     assert summary["samples"] == 6
     rows = read_stage(tmp_path / "v", "verdicts")[0].to_pylist()
     assert len(rows) == 6 * 4
@@ -236,8 +239,7 @@ def test_validate_runs_every_check_with_tiny_models(run_dir, tmp_path):
 
 def test_cheapest_first_skips_later_checks(run_dir, tmp_path):
     folder, _, _ = run_dir
-    validate_stage(folder / "render", tmp_path / "v", "tiny-grounding-dino", "tiny-sam2",
-                   "tiny-qwen2.5-vl")  # fmt: skip
+    validate_stage(folder / "render", tmp_path / "v", VALIDATE)
     rows = read_stage(tmp_path / "v", "verdicts")[0].to_pylist()
     for r in rows:  # the random detector finds dozens of boxes: every object check fails
         if r["check"] == "objects":
@@ -255,8 +257,7 @@ def test_bad_images_are_rejected_not_fatal(run_dir, tmp_path):
     (tmp_path / "r" / rows[0]["image"]).write_bytes(b"\x89PNG\r\n\x1a\n broken")
     Image.new("LA", (64, 64)).save(tmp_path / "r" / rows[1]["image"])  # transparent
     Image.new("L", (64, 64), 255).save(tmp_path / "r" / rows[2]["image"])  # grayscale: normalised
-    validate_stage(tmp_path / "r", tmp_path / "v", "tiny-grounding-dino", "tiny-sam2",
-                   "tiny-qwen2.5-vl", masks="boxes")  # fmt: skip
+    validate_stage(tmp_path / "r", tmp_path / "v", replace(VALIDATE, masks="boxes"))
     verdicts = {(r["sample_id"], r["check"]): r
                 for r in read_stage(tmp_path / "v", "verdicts")[0].to_pylist()}  # fmt: skip
     assert "cannot be decoded" in verdicts[(rows[0]["sample_id"], "image")]["reason"]
@@ -359,13 +360,12 @@ def test_weights_missing_offline_name_the_id_and_the_fix(loader, name, weights):
 def test_an_empty_shard_flows_through_every_stage(run_dir, tmp_path):
     """With more shards than concepts some shards are empty: they are written, not an error."""
     folder, _, _ = run_dir
-    render_stage(folder / "captions", tmp_path / "r", "tiny-sd3", num_shards=8)
+    render_stage(folder / "captions", tmp_path / "r", replace(RENDER, num_shards=8))
     empty = [
         i
         for i in range(8)
         if pq.read_metadata(shard_path(tmp_path / "r", "render", i, 8)).num_rows == 0
     ]
     assert empty
-    validate_stage(tmp_path / "r", tmp_path / "v", "tiny-grounding-dino", "tiny-sam2",
-                   "tiny-qwen2.5-vl", shard=empty[0], num_shards=8)  # fmt: skip
+    validate_stage(tmp_path / "r", tmp_path / "v", replace(VALIDATE, num_shards=8), empty[0])
     assert pq.read_metadata(shard_path(tmp_path / "v", "verdicts", empty[0], 8)).num_rows == 0

@@ -83,12 +83,13 @@ def test_score_stage_with_a_generative_model(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from autocomp.config import NegativesConfig, ScoreConfig
     from autocomp.protocol.stages import negatives_stage, sample_stage
     from autocomp.scoring.registry import get_model
     from autocomp.scoring.stage import score_stage
 
     sample_stage("position", 3, 2, 0, tmp_path / "c.parquet")
-    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", workers=1)
+    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1))
     table = pq.read_table(tmp_path / "b.parquet")
     for i in range(table.num_rows):
         Image.new("RGB", (50, 50), (40 * i, 90, 10)).save(tmp_path / f"{i}.png")
@@ -97,13 +98,13 @@ def test_score_stage_with_a_generative_model(tmp_path):
     entry = get_model("tiny-qwen2.5-vl")
     summary = score_stage(
         entry, tmp_path / "bench.parquet", tmp_path / "run",
-        lambda: load_scorer(entry.name, device="cpu"), tmp_path,
+        lambda: load_scorer(entry.name, device="cpu"), ScoreConfig(str(tmp_path)),
     )  # fmt: skip
     rows = {(r["set"], r["protocol"]): r for r in summary.to_pylist()}
     assert rows[("confusion", "paper")]["items"] == 2
     assert rows[("confusion", "paper")]["chance"] == pytest.approx(1 / 108)
     blind = score_stage(
         entry, tmp_path / "bench.parquet", tmp_path / "blind",
-        lambda: load_scorer(entry.name, device="cpu"), blind=True,
+        lambda: load_scorer(entry.name, device="cpu"), ScoreConfig(blind=True),
     )  # fmt: skip
     assert blind.num_rows == summary.num_rows

@@ -6,13 +6,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
+from autocomp.config import NegativesConfig, SampleConfig
 from autocomp.protocol.stages import negatives_stage, reuse_or_sample, sample_many
 from autocomp.scoring.stage import load_image
 from autocomp.store.publish import fetch_benchmark, publish_stage
 
 
 def _benchmark(tmp_path):
-    sample_many("color:2,position:2", 3, 7, tmp_path / "concepts.parquet")
+    sample_many(SampleConfig("color:2,position:2", 3, 7), tmp_path / "concepts.parquet")
     rows = []
     for i, r in enumerate(pq.read_table(tmp_path / "concepts.parquet").to_pylist()):
         for condition in ("minimal", "contextual"):
@@ -22,7 +23,9 @@ def _benchmark(tmp_path):
             rows.append({**r, "sample_id": f"{r['concept_id']}/{condition}",
                          "condition": condition, "caption": r["minimal_caption"], "image": path})  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "curated.parquet")
-    negatives_stage(tmp_path / "curated.parquet", tmp_path / "benchmark.parquet", workers=1)
+    negatives_stage(
+        tmp_path / "curated.parquet", tmp_path / "benchmark.parquet", NegativesConfig(workers=1)
+    )
     return tmp_path / "benchmark.parquet"
 
 
@@ -51,7 +54,9 @@ def test_publish_fetch_and_reuse_the_concept_set(tmp_path):
     assert first["path"].endswith("/minimal.png") and load_image(None, first).size == (16, 16)
     assert b"autocomp" in pq.read_schema(fetched).metadata
     # a re-run with a new generator reuses the concept set, concept by concept
-    reused = reuse_or_sample("color:3", 99, 0, store, "run-1", tmp_path / "reused.parquet")
+    reused = reuse_or_sample(
+        SampleConfig("color:3", 99, 0), store, "run-1", tmp_path / "reused.parquet"
+    )
     assert (
         reused.column("concept_id").to_pylist()
         == pq.read_table(tmp_path / "concepts.parquet").column("concept_id").to_pylist()

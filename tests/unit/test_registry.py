@@ -81,7 +81,8 @@ def test_generation_registry_names_real_classes_builders_and_profiles():
     import diffusers
     import transformers
 
-    from autocomp.generation.registry import ROLES, generation_models, profile
+    from autocomp.config import get_profile
+    from autocomp.generation.registry import ROLES, generation_models
     from autocomp.scoring.registry import get_model
     from autocomp.tiny.generation import BUILDERS
 
@@ -95,11 +96,11 @@ def test_generation_registry_names_real_classes_builders_and_profiles():
             if entry.is_tiny:
                 assert entry.tiny_builder in BUILDERS
     for name in ("paper", "tiny"):
-        chosen = profile(name)
+        chosen = get_profile(name).roles()
         for role in ROLES:
             assert chosen[role] in generation_models(role)
         assert get_model(chosen["vqa"]).backend == "transformers_vlm"
-    paper = {role: generation_models(role)[profile("paper")[role]] for role in ROLES}
+    paper = {role: generation_models(role)[get_profile("paper").roles()[role]] for role in ROLES}
     assert paper["renderer"].settings == {
         "height": 1024, "width": 1024, "num_inference_steps": 28, "guidance_scale": 4.5,
     }  # fmt: skip

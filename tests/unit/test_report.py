@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from autocomp.cli.main import main
+from autocomp.config import NegativesConfig
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring.stage import PREDICTIONS_SCHEMA
 from tests.conftest import assert_renders_in_chromium
@@ -30,7 +31,9 @@ def run_dir(tmp_path_factory):
             rows.append({**r, "sample_id": f"{r['concept_id']}/{condition}", "condition": condition,
                          "caption": r["minimal_caption"], "paired": True, "accepted": True})  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows), root / "curated.parquet")
-    negatives_stage(root / "curated.parquet", root / "benchmark.parquet", workers=1)
+    negatives_stage(
+        root / "curated.parquet", root / "benchmark.parquet", NegativesConfig(workers=1)
+    )
     bench = pq.read_table(root / "benchmark.parquet").to_pylist()
     for model, rule in (("good", lambda i, c: c == "minimal" or i % 2 == 0),
                         ("base", lambda i, c: i % 3 == 0)):  # fmt: skip

@@ -7,6 +7,7 @@ import pytest
 
 from autocomp import __version__
 from autocomp.cli.main import main
+from autocomp.config import NegativesConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.store.tables import CONCEPTS_SCHEMA, read_metadata
@@ -43,8 +44,8 @@ def test_same_seed_gives_byte_identical_parquet(tmp_path):
     sample_stage("position", 3, 50, 2, c)
     assert a.read_bytes() == b.read_bytes() != c.read_bytes()
     ba, bb = tmp_path / "ba.parquet", tmp_path / "bb.parquet"
-    negatives_stage(a, ba, workers=1, batch_size=7)
-    negatives_stage(a, bb, workers=2, batch_size=7)
+    negatives_stage(a, ba, NegativesConfig(workers=1, batch_size=7))
+    negatives_stage(a, bb, NegativesConfig(workers=2, batch_size=7))
     assert ba.read_bytes() == bb.read_bytes()
 
 
@@ -52,7 +53,7 @@ def test_negatives_from_concepts_table(tmp_path):
     concepts = tmp_path / "c.parquet"
     sample_stage("shape_color", 3, 30, 0, concepts)
     out = tmp_path / "b.parquet"
-    summary = negatives_stage(concepts, out, workers=1)
+    summary = negatives_stage(concepts, out, NegativesConfig(workers=1))
     assert summary == {"rows": 30, "swap": 150, "confusion": 30 * 728, "vary": 0}
     rows = pq.read_table(out).to_pylist()
     row = rows[0]
@@ -77,7 +78,7 @@ def test_negatives_from_a_curated_table_keeps_the_source_caption(tmp_path, color
         }
     )
     pq.write_table(curated, tmp_path / "cur.parquet")
-    negatives_stage(tmp_path / "cur.parquet", tmp_path / "b.parquet", "strict", workers=1)
+    negatives_stage(tmp_path / "cur.parquet", tmp_path / "b.parquet", NegativesConfig("strict", 1))
     row = pq.read_table(tmp_path / "b.parquet").to_pylist()[0]
     assert row["source_caption"] == "In the hall a orange cup stands by a red lamp."
     assert (
@@ -101,7 +102,9 @@ def test_failing_caption_leaves_no_partial_output(tmp_path, workers):
     out = tmp_path / "b.parquet"
     # raised in a worker process, the error reaches the parent (no hang) and names the row
     with pytest.raises(UsageError, match="row 599: .*does not state its concept"):
-        negatives_stage(tmp_path / "cur.parquet", out, workers=workers, batch_size=100)
+        negatives_stage(
+            tmp_path / "cur.parquet", out, NegativesConfig(workers=workers, batch_size=100)
+        )
     assert list(tmp_path.iterdir()) == [tmp_path / "cur.parquet"]
 
 
@@ -115,7 +118,7 @@ def test_input_errors(tmp_path):
     with pytest.raises(UsageError, match="no such file"):
         negatives_stage(tmp_path / "none.parquet", tmp_path / "o.parquet")
     sample_stage("color", 2, 3, 0, tmp_path / "c.parquet")
-    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", workers=1)
+    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1))
     with pytest.raises(UsageError, match="it is a benchmark table"):
         negatives_stage(tmp_path / "b.parquet", tmp_path / "o.parquet")
     with pytest.raises(UsageError, match="does not exist"):

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from autocomp.cli.table import format_table
+from autocomp.config import NegativesConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.concepts import count_concepts
 from autocomp.protocol.family import load_all
@@ -68,8 +70,6 @@ def summarize(path: Path) -> dict[str, object]:
 
 def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
     """Run the demo into `out` and print its summary table; return the summary rows."""
-    from autocomp.cli.table import format_table
-
     if count < 1:
         raise UsageError("--count", count, "must be at least 1")
     out = Path(out)
@@ -81,7 +81,7 @@ def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
             concepts = out / f"concepts_{family.name}_n{n}.parquet"
             benchmark = out / f"benchmark_{family.name}_n{n}.parquet"
             sample_stage(family.name, n, k, seed, concepts)
-            negatives_stage(concepts, benchmark, "paper", workers=1)
+            negatives_stage(concepts, benchmark, NegativesConfig(workers=1))
             results.append({"family": family.name, "n": n, **summarize(benchmark)})
             print(f"  {family.name} N={n}: {k} concepts -> {benchmark}", flush=True)
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from autocomp.config import CaptionConfig
 from autocomp.errors import UsageError
 from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
 from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
@@ -246,25 +247,18 @@ def caption_rows(
 def caption_stage(
     concepts: str | Path,
     out: str | Path,
-    captioner: str,
-    engine: str = "transformers",
-    seed: int = 0,
+    config: CaptionConfig,
     shard: int | None = None,
-    num_shards: int = 1,
-    batch_size: int = 16,
-    fallback: str | None = None,
-    device: str | None = None,
-    overrides: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     load: Callable[[], Captioner] | None = None,
 ) -> dict[str, int]:
     """`autocomp caption`: caption the concepts of the selected shards; returns counts."""
-    if fallback not in FALLBACKS:
-        raise UsageError("--fallback", fallback, "must be 'minimal' or not given")
-    if engine not in ENGINES:
-        raise UsageError("--engine", engine, f"must be one of {', '.join(ENGINES)}")
-    entry = get_generation_model("captioner", captioner)
-    shards = check_shard_args(shard, num_shards)
+    if config.fallback not in FALLBACKS:
+        raise UsageError("--fallback", config.fallback, "must be 'minimal' or not given")
+    if config.engine not in ENGINES:
+        raise UsageError("--engine", config.engine, f"must be one of {', '.join(ENGINES)}")
+    entry = get_generation_model("captioner", config.captioner)
+    shards = check_shard_args(shard, config.num_shards)
     source = open_parquet(concepts, "--concepts")
     require_columns(
         concepts,
@@ -273,18 +267,20 @@ def caption_stage(
         "give a concepts table (autocomp sample)",
     )
     folder = prepare_folder(out)
-    config = {
-        "captioner": entry.record(overrides),
-        "engine": engine,
-        "seed": seed,
+    record = {
+        "captioner": entry.record(config.settings),
+        "engine": config.engine,
+        "seed": config.seed,
         "max_attempts": MAX_ATTEMPTS,
-        "fallback": fallback,
+        "fallback": config.fallback,
         "input": Path(concepts).name,
-        "num_shards": num_shards,
+        "num_shards": config.num_shards,
     }
     table = source.read(columns=CONCEPTS_SCHEMA.names)
     todo = [
-        s for s in shards if not finished(shard_path(folder, "captions", s, num_shards), config)
+        s
+        for s in shards
+        if not finished(shard_path(folder, "captions", s, config.num_shards), record)
     ]
     summary = {
         "concepts": 0,
@@ -296,30 +292,37 @@ def caption_stage(
     }
     if not todo:
         return summary
-    model = load() if load else load_captioner(captioner, engine, device, **(overrides or {}))
+    model = (
+        load()
+        if load
+        else load_captioner(config.captioner, config.engine, config.device, **config.settings)
+    )
     rows = table.to_pylist()
     for s in todo:
-        mine = [r for r in rows if shard_of(r["concept_id"], num_shards) == s]
+        mine = [r for r in rows if shard_of(r["concept_id"], config.num_shards) == s]
         results: list[dict[str, Any]] = []
         attempts: list[dict[str, Any]] = []
-        for start in range(0, len(mine), batch_size):
+        for start in range(0, len(mine), config.batch_size):
             got, tried = caption_rows(
-                mine[start : start + batch_size], model, seed, fallback=fallback
+                mine[start : start + config.batch_size],
+                model,
+                config.seed,
+                fallback=config.fallback,
             )
             results += got
             attempts += tried
             if progress:
                 progress(len(got))
-        document = provenance("captions", config=config, shard=s)
+        document = provenance("captions", config=record, shard=s)
         write_table(
             pa.Table.from_pylist(attempts, ATTEMPTS_SCHEMA),
-            shard_path(folder, "caption_attempts", s, num_shards),
-            provenance("caption_attempts", config=config, shard=s),
+            shard_path(folder, "caption_attempts", s, config.num_shards),
+            provenance("caption_attempts", config=record, shard=s),
         )
         # the captions shard is written last: its presence marks the shard finished
         write_table(
             pa.Table.from_pylist(results, CAPTIONS_SCHEMA),
-            shard_path(folder, "captions", s, num_shards),
+            shard_path(folder, "captions", s, config.num_shards),
             document,
         )
         summary["concepts"] += len(results)

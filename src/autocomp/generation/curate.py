@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.config import CurateConfig
 from autocomp.errors import UsageError
 from autocomp.generation.validate import CHECKS
 from autocomp.store.shards import read_stage
@@ -134,7 +135,7 @@ def curate_stage(
     verdicts: str | Path,
     out: str | Path,
     captions: str | Path | None = None,
-    keep_rejected: bool = False,
+    config: CurateConfig = CurateConfig(),
 ) -> dict[str, int]:
     """`autocomp curate`: curated.parquet and survival.parquet in `out`; returns set sizes."""
     render_table, render_meta = read_stage(render, "render", "--render")
@@ -178,14 +179,14 @@ def curate_stage(
         counts["b_min"] += row["in_min"]
         counts["b_ctx"] += row["in_ctx"]
         counts["b_paired"] += paired and s["condition"] == "minimal"
-        if ok or keep_rejected:
+        if ok or config.keep_rejected:
             rows.append(row)
     counts["kept"] = len(rows)
     schema = pa.schema(list(render_table.schema) + [pa.field(n, t) for n, t in CURATED_FIELDS])
     made_by = {
         "render": render_meta.get("config"),
         "validation": verdict_meta.get("config"),
-        "keep_rejected": keep_rejected,
+        "keep_rejected": config.keep_rejected,
         "images": str(render),
     }
     write_table(

@@ -62,7 +62,7 @@ class GenerationModel:
 
 
 @functools.lru_cache(maxsize=2)
-def _generation(path: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, Any]]]:
+def _generation(path: str) -> dict[str, dict[str, Any]]:
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     models: dict[str, dict[str, Any]] = {}
     for role in ROLES:
@@ -74,7 +74,7 @@ def _generation(path: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[st
                 what = f"missing {missing}" if missing else f"unknown key {unknown[0]}"
                 raise UsageError(where, item.get("name"), what)
             models.setdefault(role, {})[item["name"]] = GenerationModel(role=role, **item)
-    return raw["profiles"], models
+    return models
 
 
 def weights_error(option: str, entry: GenerationModel, exc: BaseException) -> UsageError:
@@ -89,7 +89,7 @@ def weights_error(option: str, entry: GenerationModel, exc: BaseException) -> Us
 
 def generation_models(role: str, path: str | Path = GENERATION_FILE) -> dict[str, GenerationModel]:
     """Every registered model of one role, by name."""
-    return _generation(str(path))[1][role]
+    return _generation(str(path))[role]
 
 
 def get_generation_model(
@@ -104,11 +104,3 @@ def get_generation_model(
             f"unknown {role}; registered: {', '.join(models)} (models/generation.yaml)",
         )
     return models[name]
-
-
-def profile(name: str, path: str | Path = GENERATION_FILE) -> dict[str, str]:
-    """The model of each role (and the VQA judge) in a named profile (paper, tiny)."""
-    profiles = _generation(str(path))[0]
-    if name not in profiles:
-        raise UsageError("--profile", name, f"must be one of {', '.join(profiles)}")
-    return dict(profiles[name])

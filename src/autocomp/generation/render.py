@@ -29,6 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.config import RenderConfig
 from autocomp.errors import UsageError
 from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
 from autocomp.store.shards import (
@@ -189,21 +190,16 @@ def _existing(path: Path) -> tuple[int, int] | None:
 def render_stage(
     captions: str | Path,
     out: str | Path,
-    renderer: str,
-    seed: int = 0,
+    config: RenderConfig,
     shard: int | None = None,
-    num_shards: int = 1,
-    batch_size: int = 4,
-    device: str | None = None,
-    overrides: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     load: Callable[[], Renderer] | None = None,
 ) -> dict[str, int]:
     """`autocomp render`: images and render table for the selected shards; returns counts."""
-    entry = get_generation_model("renderer", renderer)
-    shards = check_shard_args(shard, num_shards)
-    if batch_size < 1:
-        raise UsageError("--batch-size", batch_size, "must be at least 1")
+    entry = get_generation_model("renderer", config.renderer)
+    shards = check_shard_args(shard, config.num_shards)
+    if config.batch_size < 1:
+        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
     table, _ = read_stage(captions, "captions", "--captions")
     require_columns(
         captions,
@@ -212,30 +208,36 @@ def render_stage(
         "give the caption stage's output folder",
     )
     folder = prepare_folder(out)
-    settings = {**entry.settings, **(overrides or {})}
-    config = {
-        "renderer": entry.record(overrides),
-        "seed": seed,
-        "num_shards": num_shards,
+    settings = {**entry.settings, **config.settings}
+    record = {
+        "renderer": entry.record(config.settings),
+        "seed": config.seed,
+        "num_shards": config.num_shards,
         "input": Path(captions).name,
     }
-    todo = [s for s in shards if not finished(shard_path(folder, "render", s, num_shards), config)]
+    todo = [
+        s
+        for s in shards
+        if not finished(shard_path(folder, "render", s, config.num_shards), record)
+    ]
     summary = {"images": 0, "reused": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:
         return summary
     model: Renderer | None = None
-    all_samples = samples(table, seed)
+    all_samples = samples(table, config.seed)
     for s in todo:
-        mine = [x for x in all_samples if shard_of(x["concept_id"], num_shards) == s]
+        mine = [x for x in all_samples if shard_of(x["concept_id"], config.num_shards) == s]
         rows = []
-        for start in range(0, len(mine), batch_size):
-            batch = mine[start : start + batch_size]
+        for start in range(0, len(mine), config.batch_size):
+            batch = mine[start : start + config.batch_size]
             paths = [folder / "images" / f"{x['sample_id']}.png" for x in batch]
             sizes = [_existing(p) for p in paths]
             need = [i for i, size in enumerate(sizes) if size is None]
             if need:
                 model = model or (
-                    load() if load else load_renderer(renderer, device, **(overrides or {}))
+                    load()
+                    if load
+                    else load_renderer(config.renderer, config.device, **config.settings)
                 )
                 images = model.render(
                     [batch[i]["caption"] for i in need], [batch[i]["seed"] for i in need]
@@ -267,7 +269,7 @@ def render_stage(
                 progress(len(batch))
         write_table(
             pa.Table.from_pylist(rows, RENDER_SCHEMA),
-            shard_path(folder, "render", s, num_shards),
-            provenance("render", config=config, shard=s, batch_size=batch_size),
+            shard_path(folder, "render", s, config.num_shards),
+            provenance("render", config=record, shard=s, batch_size=config.batch_size),
         )
     return summary

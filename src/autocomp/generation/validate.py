@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.config import ValidateConfig
 from autocomp.errors import UsageError
 from autocomp.generation import checks
 from autocomp.generation.registry import get_generation_model
@@ -219,29 +220,21 @@ def check_detector_vocabulary(models: Models, names: set[str]) -> None:
 def validate_stage(
     render: str | Path,
     out: str | Path,
-    detector: str,
-    segmenter: str,
-    vqa: str,
+    config: ValidateConfig,
     shard: int | None = None,
-    num_shards: int = 1,
-    batch_size: int = 8,
-    masks: str = "sam2",
-    all_checks: bool = False,
-    device: str | None = None,
-    overrides: dict[str, dict[str, Any]] | None = None,
     progress: Callable[[int], None] | None = None,
     models: Models | None = None,
 ) -> dict[str, int]:
     """`autocomp validate`: verdict rows for the selected shards; returns counts."""
-    if masks not in MASKS:
-        raise UsageError("--masks", masks, f"must be one of {', '.join(MASKS)}")
-    overrides = overrides or {}
-    det = get_generation_model("detector", detector)
-    seg = get_generation_model("segmenter", segmenter)
-    judge = get_model(vqa)
+    if config.masks not in MASKS:
+        raise UsageError("--masks", config.masks, f"must be one of {', '.join(MASKS)}")
+    overrides = config.settings
+    det = get_generation_model("detector", config.detector)
+    seg = get_generation_model("segmenter", config.segmenter)
+    judge = get_model(config.vqa)
     if judge.backend != "transformers_vlm":
-        raise UsageError("--vqa", vqa, "must be a generative VLM (see `autocomp models`)")
-    shards = check_shard_args(shard, num_shards)
+        raise UsageError("--vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
+    shards = check_shard_args(shard, config.num_shards)
     table, _ = read_stage(render, "render", "--render", only=shard)
     require_columns(
         render,
@@ -256,32 +249,36 @@ def validate_stage(
         **overrides.get("detector", {}),
         **seg.settings,
         **overrides.get("segmenter", {}),
-        "masks": masks,
+        "masks": config.masks,
     }
-    config = {
+    record = {
         "detector": det.record(overrides.get("detector")),
-        "segmenter": seg.record(overrides.get("segmenter")) if masks == "sam2" else None,
+        "segmenter": seg.record(overrides.get("segmenter")) if config.masks == "sam2" else None,
         "vqa": judge.record(),
-        "masks": masks,
-        "all_checks": all_checks,
-        "num_shards": num_shards,
+        "masks": config.masks,
+        "all_checks": config.all_checks,
+        "num_shards": config.num_shards,
         "input": Path(render).name,
     }
     todo = [
-        s for s in shards if not finished(shard_path(folder, "verdicts", s, num_shards), config)
+        s
+        for s in shards
+        if not finished(shard_path(folder, "verdicts", s, config.num_shards), record)
     ]
     summary = {"samples": 0, "passed": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:
         return summary
-    models = models or Models(detector, segmenter, vqa, device, overrides)
+    models = models or Models(
+        config.detector, config.segmenter, config.vqa, config.device, overrides
+    )
     rows = table.to_pylist()
     check_detector_vocabulary(models, {o for r in rows for o in r["objects"]})
     for s in todo:
-        mine = [r for r in rows if shard_of(r["concept_id"], num_shards) == s]
+        mine = [r for r in rows if shard_of(r["concept_id"], config.num_shards) == s]
         out_rows: list[dict[str, Any]] = []
-        for start in range(0, len(mine), batch_size):
-            batch = mine[start : start + batch_size]
-            got = validate_batch(batch, root, models, settings, all_checks)
+        for start in range(0, len(mine), config.batch_size):
+            batch = mine[start : start + config.batch_size]
+            got = validate_batch(batch, root, models, settings, config.all_checks)
             out_rows += got
             summary["samples"] += len(batch)
             failed = {r["sample_id"] for r in got if r["outcome"] == checks.FAIL}
@@ -290,7 +287,7 @@ def validate_stage(
                 progress(len(batch))
         write_table(
             pa.Table.from_pylist(out_rows, VERDICTS_SCHEMA),
-            shard_path(folder, "verdicts", s, num_shards),
-            provenance("verdicts", config=config, shard=s),
+            shard_path(folder, "verdicts", s, config.num_shards),
+            provenance("verdicts", config=record, shard=s),
         )
     return summary

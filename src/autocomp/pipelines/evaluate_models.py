@@ -4,9 +4,12 @@ to the store, then report. A model added to the registry needs no change here (r
 
 from kfp import dsl
 
+from autocomp.config import PROFILES, evaluate_arguments
 from autocomp.pipelines.components import evaluation as c
-from autocomp.pipelines.resources import configure
+from autocomp.pipelines.resources import DEFAULT_STORE, configure
 from autocomp.scoring.registry import gpu_groups
+
+PAPER = evaluate_arguments(PROFILES["paper"])
 
 
 def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
@@ -21,9 +24,9 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
     )
     def evaluate_models(
         name: str,
-        store: str = "s3://autocomp/runs",
-        models: list = ["all"],  # noqa: B006  (a KFP default, never mutated)
-        report_seed: int = 0,
+        store: str = DEFAULT_STORE,
+        models: list = PAPER["models"],
+        report_seed: int = PAPER["report_seed"],
     ) -> str:
         fetched = step(c.fetch(store=store, name=name), "fetch")
         collected = []

@@ -1,10 +1,14 @@
 """generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect ->
-curate -> negatives -> publish (paper Section 3). Defaults are the paper's models (A.6)."""
+curate -> negatives -> publish (paper Section 3). Parameter defaults are the `paper` profile
+(autocomp.config), the paper's models and settings (A.6)."""
 
 from kfp import dsl
 
+from autocomp.config import PROFILES, generate_arguments
 from autocomp.pipelines.components import generation as c
-from autocomp.pipelines.resources import configure
+from autocomp.pipelines.resources import DEFAULT_STORE, configure
+
+PAPER = generate_arguments(PROFILES["paper"])
 
 
 def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
@@ -19,28 +23,27 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
     )
     def generate_benchmark(
         name: str,
-        store: str = "s3://autocomp/runs",
-        specs: str = "color:2,color:3,shape_color:2,shape_color:3,position:2,position:3,"
-        "relative_size:2,relative_size:3",
-        count: int = 1000,
-        seed: int = 0,
+        store: str = DEFAULT_STORE,
+        specs: str = PAPER["specs"],
+        count: int = PAPER["count"],
+        seed: int = PAPER["seed"],
         reuse_concepts: str = "",
-        captioner: str = "gemma-3-12b-it",
-        caption_engine: str = "vllm",
-        caption_settings: dict = {},  # noqa: B006  (a KFP default, never mutated)
-        caption_fallback: str = "",
-        renderer: str = "sd3.5-large",
-        render_settings: dict = {},  # noqa: B006
-        render_batch_size: int = 16,
-        detector: str = "grounding-dino-tiny",
-        segmenter: str = "sam2.1-hiera-large",
-        vqa: str = "gemma-3-12b-it",
-        validate_settings: dict = {},  # noqa: B006
-        masks: str = "sam2",
-        all_checks: bool = False,
-        keep_rejected: bool = False,
-        protocol: str = "paper",
-        num_shards: int = 16,
+        captioner: str = PAPER["captioner"],
+        caption_engine: str = PAPER["caption_engine"],
+        caption_settings: dict = PAPER["caption_settings"],
+        caption_fallback: str = PAPER["caption_fallback"],
+        renderer: str = PAPER["renderer"],
+        render_settings: dict = PAPER["render_settings"],
+        render_batch_size: int = PAPER["render_batch_size"],
+        detector: str = PAPER["detector"],
+        segmenter: str = PAPER["segmenter"],
+        vqa: str = PAPER["vqa"],
+        validate_settings: dict = PAPER["validate_settings"],
+        masks: str = PAPER["masks"],
+        all_checks: bool = PAPER["all_checks"],
+        keep_rejected: bool = PAPER["keep_rejected"],
+        protocol: str = PAPER["protocol"],
+        num_shards: int = PAPER["num_shards"],
     ) -> str:
         concepts = step(
             c.sample(specs=specs, count=count, seed=seed, store=store, reuse=reuse_concepts),

@@ -14,66 +14,47 @@ import os
 from pathlib import Path
 from typing import Any
 
-TINY_GENERATION = {
-    "captioner": "tiny-llm",
-    "caption_engine": "transformers",
-    "caption_fallback": "minimal",  # random-weight LLMs never pass the caption check
-    "renderer": "tiny-sd3",
-    "render_batch_size": 4,
-    "detector": "tiny-grounding-dino",
-    "segmenter": "tiny-sam2",
-    "vqa": "tiny-qwen2.5-vl",
-    "all_checks": True,  # random detectors reject everything: run every check to exercise it
-    "keep_rejected": True,  # ...and keep the rejected samples, marked, so the rest can run
-}
-TINY_MODELS = ["tiny-clip", "tiny-siglip", "tiny-qwen2.5-vl"]
-# The paper's models (pipeline defaults) on one GPU workstation: captions through transformers,
-# since vLLM lives in its own image on the cluster.
-PAPER_GENERATION = {"caption_engine": "transformers"}
-PROFILES = {"tiny": (TINY_GENERATION, TINY_MODELS), "paper": (PAPER_GENERATION, ["all"])}
-
 
 def run_local(
     out: str | Path,
     name: str = "local",
-    specs: str = "color:2,position:2",
-    count: int = 2,
-    seed: int = 0,
-    num_shards: int = 2,
-    models: list[str] | None = None,
-    generation: dict[str, Any] | None = None,
     profile: str = "tiny",
+    models: list[str] | None = None,
+    **overrides: Any,
 ) -> dict[str, Any]:
-    """Run generate_benchmark then evaluate_models under kfp.local; return where things are."""
+    """Run generate_benchmark then evaluate_models under kfp.local with a profile's arguments
+    (autocomp.config); `overrides` replace generate_benchmark parameters (specs, count, seed,
+    num_shards, ...). Returns where things are."""
     from kfp import local
 
+    from autocomp.config import evaluate_arguments, generate_arguments, get_profile
     from autocomp.pipelines import evaluate_models as evaluate_module
     from autocomp.pipelines import generate_benchmark as generate_module
 
+    chosen = get_profile(profile)
+    arguments = generate_arguments(chosen)
+    unknown = sorted(set(overrides) - set(arguments))
+    if unknown:
+        raise TypeError(f"generate_benchmark has no parameter {unknown[0]}")
+    arguments.update({k: v for k, v in overrides.items() if v is not None})
+    if arguments["caption_engine"] == "vllm":  # vLLM lives in its own image on the cluster
+        arguments["caption_engine"] = "transformers"
+    evaluation = evaluate_arguments(chosen)
+    if models:
+        evaluation["models"] = list(models)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    if profile == "tiny":  # random weights: nothing to download
+    if chosen.offline:  # random weights: nothing to download
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("AUTOCOMP_CACHE", str(out / "cache"))
     store = str(out / "store")
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(out / "kfp"))
-    default_settings, default_models = PROFILES[profile]
-    settings = dict(default_settings if generation is None else generation)
-    models = models or default_models
     generate_benchmark = generate_module.build(retries=False)
     evaluate_models = evaluate_module.build(retries=False)
     print_function = builtins.print  # kfp.local's indented_print can leave print patched
     try:
-        published = generate_benchmark(
-            name=name,
-            store=store,
-            specs=specs,
-            count=count,
-            seed=seed,
-            num_shards=num_shards,
-            **settings,
-        )
-        report = evaluate_models(name=name, store=store, models=models)
+        published = generate_benchmark(name=name, store=store, **arguments)
+        report = evaluate_models(name=name, store=store, **evaluation)
     finally:
         builtins.print = print_function
     return {"benchmark": published.output, "report": report.output, "store": store}

@@ -24,6 +24,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "collect_scores": {"cpu": "2", "memory": "4G", "cache": False},
     "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
 }
+DEFAULT_STORE = "s3://autocomp/runs"  # the pipelines' store parameter default
 SECRET = "autocomp-s3"
 SECRET_KEYS = {
     "endpoint": "AUTOCOMP_S3_ENDPOINT",

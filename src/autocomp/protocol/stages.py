@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.config import NegativesConfig, SampleConfig
 from autocomp.errors import UsageError
 from autocomp.protocol import concepts as concepts_mod
 from autocomp.protocol.binding import BindingError
@@ -161,15 +162,14 @@ def _ordered_parallel(
 def negatives_stage(
     input_path: str | Path,
     out: str | Path,
-    protocol: str = "paper",
-    workers: int | None = None,
-    batch_size: int = 256,
+    config: NegativesConfig = NegativesConfig(),
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`autocomp negatives`: stream a concepts or curated table into a benchmark table.
 
     Returns a summary: rows and candidate counts written.
     """
+    protocol, batch_size = config.protocol, config.batch_size
     if protocol not in PROTOCOLS:
         raise UsageError("--protocol", protocol, f"must be one of {', '.join(PROTOCOLS)}")
     out = check_output_path(out)
@@ -202,7 +202,7 @@ def negatives_stage(
         input_metadata=_input_summary(input_path),
         families=families,
     )
-    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    workers = config.workers if config.workers is not None else min(2, os.cpu_count() or 1)
     text_column = "source_caption" if caption_column == "caption" else caption_column
     batches = (
         (batch.rename_columns(schema.names), text_column, protocol, i * batch_size)
@@ -250,53 +250,25 @@ def parse_specs(specs: str) -> list[tuple[str, int]]:
     return out
 
 
-def sample_many(specs: str, count: int, seed: int, out: str | Path) -> pa.Table:
+def sample_many(config: SampleConfig, out: str | Path) -> pa.Table:
     """Concepts of several (family, N) pairs in one table (`count` each), written atomically."""
     out = check_output_path(out)
     tables, documents = [], {}
-    for name, n in parse_specs(specs):
-        table, document = concepts_table(load_family(name), n, count, seed)
+    for name, n in parse_specs(config.specs):
+        table, document = concepts_table(load_family(name), n, config.count, config.seed)
         tables.append(table)
         documents[f"{name}:{n}"] = document
     table = pa.concat_tables(tables)
-    write_table(table, out, provenance("concepts", seed=seed, count=count, specs=documents))
+    document = provenance("concepts", seed=config.seed, count=config.count, specs=documents)
+    write_table(table, out, document)
     return table
 
 
-def collect_stage(folders: list[str | Path], out: str | Path) -> int:
-    """Merge the shard folders of a fanned-out stage into one folder (hard links where the
-    filesystem allows, else copies); the same file in two folders must be identical."""
-    import filecmp
-    import shutil
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    count = 0
-    for folder in folders:
-        for path in sorted(Path(folder).rglob("*")):
-            if not path.is_file():
-                continue
-            target = out / path.relative_to(folder)
-            if target.exists():
-                if not filecmp.cmp(path, target, shallow=False):
-                    raise UsageError("collect", str(target), "differs between two shard folders")
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(path, target)
-            except OSError:
-                shutil.copy2(path, target)
-            count += 1
-    return count
-
-
-def reuse_or_sample(
-    specs: str, count: int, seed: int, store: str, reuse: str, out: str | Path
-) -> pa.Table:
+def reuse_or_sample(config: SampleConfig, store: str, reuse: str, out: str | Path) -> pa.Table:
     """The concept set of a run: fetched from the published benchmark `reuse` (so a re-run with
     a new generator is comparable concept by concept), or sampled."""
     if not reuse:
-        return sample_many(specs, count, seed, out)
+        return sample_many(config, out)
     import shutil
     import tempfile
 

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from autocomp import __version__
+from autocomp.config import ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.registry import ModelEntry
@@ -241,12 +242,11 @@ def score_stage(
     benchmark: str | Path,
     out: str | Path,
     scorer_factory: Callable[[], Scorer],
-    images_root: str | Path | None = None,
-    blind: bool = False,
-    max_candidates: int = 4096,
+    config: ScoreConfig = ScoreConfig(),
     progress: Callable[[int], None] | None = None,
 ) -> pa.Table:
     """Score every not-yet-scored item of `benchmark` with the model; return the summary."""
+    blind = config.blind
     source = open_parquet(benchmark)
     require_columns(
         benchmark, source.schema_arrow, REQUIRED, "give a benchmark table (autocomp negatives)"
@@ -267,13 +267,13 @@ def score_stage(
     _check_run(out, record)
     done = _done_ids(out)
     todo = (it for it in _stream_items(source) if it.sample_id not in done)
-    root = Path(images_root) if images_root else None
+    root = Path(config.images) if config.images else None
     scorer: Scorer | None = None
     part = len(list((out / "predictions").glob("part-*.parquet")))
     document = provenance(
         "scores", model=entry.name, entry=entry.record(), benchmark_sha=digest, blind=blind
     )
-    for chunk in _chunks(todo, max_candidates):
+    for chunk in _chunks(todo, config.max_candidates):
         scorer = scorer or scorer_factory()
         score_rows, prediction_rows = _score_chunk(entry.name, chunk, scorer, root, blind)
         name = f"part-{part:05d}.parquet"

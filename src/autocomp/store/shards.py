@@ -11,6 +11,7 @@ that all `k` shards are present, so half a run is never read as a whole one.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,30 @@ def read_stage(
         )
     tables = [pq.read_table(found[i]) for i in sorted(wanted)]
     return pa.concat_tables(tables, promote_options="default"), read_metadata(found[min(wanted)])
+
+
+def collect_stage(folders: list[str | Path], out: str | Path) -> int:
+    """Merge the shard folders of a fanned-out stage into one folder (hard links where the
+    filesystem allows, else copies); the same file in two folders must be identical."""
+    import filecmp
+    import shutil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            if not path.is_file():
+                continue
+            target = out / path.relative_to(folder)
+            if target.exists():
+                if not filecmp.cmp(path, target, shallow=False):
+                    raise UsageError("collect", str(target), "differs between two shard folders")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copy2(path, target)
+            count += 1
+    return count

@@ -14,12 +14,12 @@ def sample(
 ) -> None:
     import os
 
+    from autocomp.config import SampleConfig
     from autocomp.protocol.stages import reuse_or_sample
 
     os.makedirs(concepts.path, exist_ok=True)
-    reuse_or_sample(
-        specs, count, seed, store, reuse, os.path.join(concepts.path, "concepts.parquet")
-    )
+    config = SampleConfig(specs=specs, count=count, seed=seed)
+    reuse_or_sample(config, store, reuse, os.path.join(concepts.path, "concepts.parquet"))
 
 
 @dsl.component(base_image=image("caption"), install_kfp_package=False)
@@ -34,17 +34,13 @@ def caption(
 ) -> None:
     import os
 
+    from autocomp.config import CaptionConfig
     from autocomp.generation.caption import caption_stage
 
-    caption_stage(
-        os.path.join(concepts.path, "concepts.parquet"),
-        captions.path,
-        captioner,
-        engine,
-        seed,
-        overrides=settings,
-        fallback=fallback or None,
+    config = CaptionConfig(
+        captioner=captioner, engine=engine, seed=seed, fallback=fallback or None, settings=settings
     )
+    caption_stage(os.path.join(concepts.path, "concepts.parquet"), captions.path, config)
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
@@ -65,18 +61,17 @@ def render(
     batch_size: int,
     images: Output[Dataset],
 ) -> None:
+    from autocomp.config import RenderConfig
     from autocomp.generation.render import render_stage
 
-    render_stage(
-        captions.path,
-        images.path,
-        renderer,
-        seed,
-        shard,
-        num_shards,
-        batch_size,
-        overrides=settings,
+    config = RenderConfig(
+        renderer=renderer,
+        seed=seed,
+        num_shards=num_shards,
+        batch_size=batch_size,
+        settings=settings,
     )
+    render_stage(captions.path, images.path, config, shard)
 
 
 @dsl.component(base_image=image("eval"), install_kfp_package=False)
@@ -92,25 +87,24 @@ def validate(
     num_shards: int,
     verdicts: Output[Dataset],
 ) -> None:
+    from autocomp.config import ValidateConfig
     from autocomp.generation.validate import validate_stage
 
-    validate_stage(
-        images.path,
-        verdicts.path,
-        detector,
-        segmenter,
-        vqa,
-        shard,
-        num_shards,
+    config = ValidateConfig(
+        detector=detector,
+        segmenter=segmenter,
+        vqa=vqa,
+        num_shards=num_shards,
         masks=masks,
         all_checks=all_checks,
-        overrides=settings,
+        settings=settings,
     )
+    validate_stage(images.path, verdicts.path, config, shard)
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
 def collect(parts: Input[List[Dataset]], merged: Output[Dataset]) -> None:  # noqa: UP006
-    from autocomp.protocol.stages import collect_stage
+    from autocomp.store.shards import collect_stage
 
     collect_stage([p.path for p in parts], merged.path)
 
@@ -123,23 +117,25 @@ def curate(
     keep_rejected: bool,
     curated: Output[Dataset],
 ) -> None:
+    from autocomp.config import CurateConfig
     from autocomp.generation.curate import curate_stage
 
-    curate_stage(images.path, verdicts.path, curated.path, captions.path, keep_rejected)
+    config = CurateConfig(keep_rejected=keep_rejected)
+    curate_stage(images.path, verdicts.path, curated.path, captions.path, config)
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
 def negatives(curated: Input[Dataset], protocol: str, benchmark: Output[Dataset]) -> None:
     import os
 
+    from autocomp.config import NegativesConfig
     from autocomp.protocol.stages import negatives_stage
 
     os.makedirs(benchmark.path, exist_ok=True)
     negatives_stage(
         os.path.join(curated.path, "curated.parquet"),
         os.path.join(benchmark.path, "benchmark.parquet"),
-        protocol,
-        workers=1,
+        NegativesConfig(protocol=protocol, workers=1),
     )
 
 

@@ -1,0 +1,44 @@
+"""The report verb: every analysis of a run as HTML, CSV, Parquet and LaTeX."""
+
+from __future__ import annotations
+
+import argparse
+
+from autocomp.errors import UsageError
+
+
+def _report(args: argparse.Namespace) -> None:
+    from autocomp.analysis.report import report_from_store, report_stage
+
+    if bool(args.run_dir) == bool(args.store):
+        raise UsageError("--run", args.run_dir, "give a run folder (--run) or --store with --name")
+    if args.store:
+        if not args.name:
+            raise UsageError("--name", None, "give the benchmark name in the store")
+        done = report_from_store(args.store, args.name, args.out, args.seed)
+    else:
+        done = report_stage(args.run_dir, args.out, args.seed, compare=args.compare)
+    print(
+        f"report: {done['html']} ({len(done['tables'])} tables as CSV, Parquet and LaTeX in "
+        f"{done['html'].parent / 'tables'})"
+    )
+
+
+def add_parsers(verbs: argparse._SubParsersAction) -> None:
+    """Register the report verb."""
+    p = verbs.add_parser("report", help="HTML report, CSV, Parquet and LaTeX tables of a run")
+    p.add_argument(
+        "--run", dest="run_dir", default=None, help="run folder: benchmark/ and results/<model>/"
+    )
+    p.add_argument("--store", default=None, help="or: a store holding benchmarks/<name>")
+    p.add_argument("--name", default=None, help="benchmark name in the store")
+    p.add_argument("--out", default="report", help="output folder (default report)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstraps")
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="another generator's run on the same concepts (repeatable; Table 9)",
+    )
+    p.set_defaults(run=_report)

@@ -1,0 +1,92 @@
+"""Verbs that evaluate models: models (the registry), score (one model on one benchmark)."""
+
+from __future__ import annotations
+
+import argparse
+
+from autocomp.cli.table import format_table
+
+
+def _models(args: argparse.Namespace) -> None:
+    from autocomp.scoring.registry import all_models
+
+    rows = [
+        [
+            m.name,
+            m.backend,
+            m.score,
+            m.weights if m.backend != "open_clip" else f"{m.architecture} / {m.weights}",
+            str(m.gpus),
+            f"{m.gpu_memory_gb:g}",
+            "yes" if m.trust_remote_code else "no",
+        ]
+        for m in all_models().values()
+    ]
+    headers = ["model", "backend", "score", "weights", "GPUs", "GPU GB", "remote code"]
+    print(format_table(headers, rows))
+
+
+def _score(args: argparse.Namespace) -> None:
+    from autocomp.config import ScoreConfig
+    from autocomp.progress import row_progress
+    from autocomp.scoring import load_scorer
+    from autocomp.scoring.registry import get_model
+    from autocomp.scoring.stage import score_stage
+    from autocomp.store.tables import open_parquet
+
+    entry = get_model(args.model)
+    config = ScoreConfig(images=args.images, blind=args.blind, device=args.device)
+    total = open_parquet(args.benchmark).metadata.num_rows
+    with row_progress(f"score {entry.name}", total) as advance:
+        summary = score_stage(
+            entry,
+            args.benchmark,
+            args.out,
+            lambda: load_scorer(entry.name, device=config.device),
+            config,
+            progress=advance,
+        )
+    rows = [
+        [
+            r["family"],
+            str(r["n"]),
+            r["condition"],
+            r["set"],
+            r["protocol"],
+            str(r["items"]),
+            f"{100 * r['accuracy']:.1f}",
+            f"{100 * r['chance']:.2f}",
+            str(r["failed"]),
+            str(r["ties"]),
+        ]
+        for r in summary.to_pylist()
+    ]
+    headers = [
+        "family",
+        "N",
+        "condition",
+        "set",
+        "protocol",
+        "items",
+        "acc %",
+        "chance %",
+        "failed",
+        "ties",
+    ]
+    print(format_table(headers, rows))
+    print(f"scores, predictions and summary in {args.out}")
+
+
+def add_parsers(verbs: argparse._SubParsersAction) -> None:
+    """Register the scoring verbs."""
+    p = verbs.add_parser("models", help="list the registered models with backend and resources")
+    p.set_defaults(run=_models)
+
+    p = verbs.add_parser("score", help="score one model on one benchmark table")
+    p.add_argument("--model", required=True, help="registered model name (see `autocomp models`)")
+    p.add_argument("--benchmark", required=True, help="benchmark table (autocomp negatives)")
+    p.add_argument("--out", required=True, help="output folder (resumable)")
+    p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
+    p.add_argument("--blind", action="store_true", help="score captions without the image")
+    p.set_defaults(run=_score)
