@@ -19,3 +19,15 @@ class UsageError(Exception):
 
 class ProtocolError(Exception):
     """An internal invariant of the protocol broke (a bug, never bad input)."""
+
+
+def weights_error(what: str, weights: str, exc: BaseException) -> UsageError:
+    """The one message for weights that could not be loaded (offline machine, gated model,
+    wrong id): names the model and its weights, the cause, and the ways out."""
+    return UsageError(
+        what,
+        weights,
+        f"weights could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); on an offline "
+        "machine, download them into the Hugging Face cache first (HF_HOME); gated models need "
+        "HF_TOKEN; or use the tiny profile",
+    )

@@ -124,7 +124,7 @@ def test_confusion_taxonomy_shares(color):
             _pred("m", "c2/minimal", True, set_name="confusion")]  # fmt: skip
     shares = {
         r["error_type"]: r["share"]
-        for r in analysis.confusion_taxonomy(_table(rows), bench).to_pylist()
+        for r in analysis.confusion_taxonomy(_table(rows), bench, ["color"]).to_pylist()
     }
     assert shares == {"swapped attributes": 0.5, "shared object": 0.5, "repeated pair": 0.0,
                       "shared attribute": 0.0, "same scene": 0.0}  # fmt: skip
@@ -219,7 +219,19 @@ def test_per_relation_by_hand():
             _pred("m", "c2/minimal", True, family="position"),
             _pred("m", "c2/minimal", False, family="position", set_name="confusion")]  # fmt: skip
     got = {
-        r["relation"]: (r["items"], r["accuracy"])
-        for r in analysis.per_relation(_table(rows), bench).to_pylist()
+        (r["family"], r["n"], r["relation"]): (r["items"], r["accuracy"])
+        for r in analysis.per_relation(_table(rows), bench, ["position"]).to_pylist()
     }
-    assert got == {"above": (2, 0.5), "under": (1, 1.0)}
+    assert got == {("position", 2, "above"): (2, 0.5), ("position", 2, "under"): (1, 1.0)}
+    assert analysis.per_relation(_table(rows), bench, ["relative_size"]).num_rows == 0
+
+
+def test_family_dependent_analyses_select_families_by_kind(fixture_path):
+    """A user-added attribute family (the documented `material` example) joins the error
+    taxonomy; the kind comes from the benchmark's own record, else from the family file."""
+    from autocomp.analysis.report import family_kinds
+
+    kinds = family_kinds({}, ["material", "position", "color", "relative_size", "nowhere"])
+    assert kinds == {"attribute": ["color", "material"], "relation": ["position", "relative_size"]}
+    recorded = {"families": {"glass": {"sha256": "x", "config": {"kind": "attribute"}}}}
+    assert family_kinds(recorded, ["glass"])["attribute"] == ["glass"]

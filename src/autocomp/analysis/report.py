@@ -21,6 +21,7 @@ import html
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +175,31 @@ def human_results(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
 # ----------------------------------------------------------------------------- tables
 
 
+def family_kinds(meta: dict[str, Any], names: Iterable[str]) -> dict[str, list[str]]:
+    """The families of a run grouped by kind (attribute / relation), from the benchmark's own
+    record of its family configs; a family missing there is looked up on the search path."""
+    from autocomp.protocol.family import load_family
+
+    recorded = {
+        name: (record.get("config") or {}).get("kind")
+        for name, record in (meta.get("families") or {}).items()
+        if isinstance(record, dict)
+    }
+    kinds: dict[str, list[str]] = {"attribute": [], "relation": []}
+    for name in sorted(set(names)):
+        kind = recorded.get(name)
+        if kind is None:
+            try:
+                kind = load_family(name).kind
+            except UsageError:
+                continue  # unknown family: no kind-specific analysis for it
+        kinds.setdefault(kind, []).append(name)
+    return kinds
+
+
 def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
     bench, pred = data["benchmark"], data["predictions"]
+    kinds = family_kinds(data["meta"], bench.column("family").unique().to_pylist())
     paired = None
     if "paired" in bench.column_names:
         paired = {
@@ -188,10 +212,8 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         "accuracy": analysis.accuracy(pred),
         "context_deltas": analysis.context_deltas(pred, paired or None, seed),
         "hard_negative_deltas": analysis.model_deltas(pred, bases, seed),
-        "per_relation": analysis.per_relation(pred, bench),
-        "confusion_taxonomy": analysis.confusion_taxonomy(
-            pred, bench, families=("color", "shape_color")
-        ),
+        "per_relation": analysis.per_relation(pred, bench, kinds["relation"]),
+        "confusion_taxonomy": analysis.confusion_taxonomy(pred, bench, kinds["attribute"]),
         "caption_diversity": analysis.caption_diversity(bench),
     }
     if data["survival"] is not None:
@@ -382,7 +404,7 @@ SECTIONS = [
         "Hard-negative-trained models vs their base (Table 7)",
         "accuracy_a = base model, accuracy_b = the fine-tuned model, same items; McNemar p-value.",
     ),
-    ("per_relation", "Per-relation accuracy, Position N=2 Swap (Table 15)", ""),
+    ("per_relation", "Per-relation accuracy, Swap, every relation family (Table 15)", ""),
     (
         "confusion_taxonomy",
         "Confusion error taxonomy (Table 10)",

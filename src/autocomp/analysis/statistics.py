@@ -228,23 +228,27 @@ def _join(predictions: pa.Table, benchmark: pa.Table, columns: Sequence[str]) ->
 def per_relation(
     predictions: pa.Table,
     benchmark: pa.Table,
-    family: str = "position",
-    n: int = 2,
+    families: Iterable[str],
     set_name: str = "swap",
 ) -> pa.Table:
-    """Accuracy per relation (Table 15: Position N=2 Swap), with intervals."""
+    """Accuracy per relation in every relation-kind family and N (Table 15: Position N=2 Swap),
+    with intervals. `families`: the relation families (select by kind, never by name)."""
+    families = set(families)
     cells: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     for r in _join(predictions, benchmark, ["sample_id", "attributes"]):
-        if r["family"] == family and r["n"] == n and r["set"] == set_name:
-            cell = cells[(r["model"], r["condition"], r["protocol"], r["attributes"][0])]
+        if r["family"] in families and r["set"] == set_name:
+            key = (r["model"], r["family"], r["n"], r["condition"], r["protocol"])
+            cell = cells[(*key, r["attributes"][0])]
             cell[0] += 1
             cell[1] += bool(r["correct"])
     rows = []
-    for (model, condition, protocol, relation), (items, k) in sorted(cells.items()):
+    for (model, family, n, condition, protocol, relation), (items, k) in sorted(cells.items()):
         low, high = binomial_interval(k, items)
         rows.append(
             {
                 "model": model,
+                "family": family,
+                "n": n,
                 "condition": condition,
                 "protocol": protocol,
                 "relation": relation,
@@ -254,10 +258,8 @@ def per_relation(
                 "ci_high": high,
             }
         )
-    return _table(
-        rows,
-        ["model", "condition", "protocol", "relation", "items", "accuracy", "ci_low", "ci_high"],
-    )
+    columns = ["model", "family", "n", "condition", "protocol", "relation", "items", "accuracy"]
+    return _table(rows, [*columns, "ci_low", "ci_high"])
 
 
 ERROR_TYPES = (
@@ -286,10 +288,11 @@ def error_type(n: int, arrangement: int, same_scene: bool) -> str:
 
 
 def confusion_taxonomy(
-    predictions: pa.Table, benchmark: pa.Table, families: Iterable[str] = ("color",)
+    predictions: pa.Table, benchmark: pa.Table, families: Iterable[str]
 ) -> pa.Table:
     """Shares of each error type among wrong Confusion choices (Table 10), per model x family x
-    N x condition (paper protocol: the strict one has no same-scene choices)."""
+    N x condition (paper protocol: the strict one has no same-scene choices). `families`: the
+    attribute-kind families (select by kind, never by name)."""
     families = set(families)
     counts: dict[tuple, Counter] = defaultdict(Counter)
     joined = _join(

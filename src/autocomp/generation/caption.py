@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from autocomp.config import CaptionConfig
+from autocomp.devices import select_device, select_dtype
 from autocomp.errors import UsageError
 from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
 from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
@@ -87,13 +88,12 @@ class TransformersCaptioner:
     """Batched sampling with transformers (`generate`), the local engine."""
 
     def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
-        import torch
         import transformers
 
         self.entry = entry
         self.settings = {**entry.settings, **overrides}
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = getattr(torch, entry.dtype) if self.device != "cpu" else torch.float32
+        self.device = select_device(device)
+        dtype = select_dtype(entry.dtype, self.device)
         source = entry.source()
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(source)

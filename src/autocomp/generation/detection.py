@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from autocomp.devices import select_device
 from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
 
 Box = list[float]
@@ -36,12 +37,11 @@ class _ProcessorModel:
         random_weights: bool = False,
         **overrides: Any,
     ) -> None:
-        import torch
         import transformers
 
         self.entry = entry
         self.settings = {**entry.settings, **overrides}
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = select_device(device)
         source = entry.source()
         model_class = getattr(transformers, self.model_class)
         try:

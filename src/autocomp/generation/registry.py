@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
+from autocomp.datafiles import check_keys
 from autocomp.errors import UsageError
+from autocomp.errors import weights_error as weights_error_for
 
 GENERATION_FILE = Path(__file__).parent / "models.yaml"
 ROLES = ("captioner", "renderer", "detector", "segmenter")
@@ -68,23 +70,13 @@ def _generation(path: str) -> dict[str, dict[str, Any]]:
     for role in ROLES:
         for i, item in enumerate(raw[f"{role}s"]):
             where = f"generation registry {path}: {role}s[{i}]"
-            missing = sorted(_GEN_REQUIRED - item.keys())
-            unknown = sorted(item.keys() - _GEN_REQUIRED - _GEN_OPTIONAL[role])
-            if missing or unknown:
-                what = f"missing {missing}" if missing else f"unknown key {unknown[0]}"
-                raise UsageError(where, item.get("name"), what)
+            check_keys(where, item, _GEN_REQUIRED, _GEN_OPTIONAL[role])
             models.setdefault(role, {})[item["name"]] = GenerationModel(role=role, **item)
     return models
 
 
 def weights_error(option: str, entry: GenerationModel, exc: BaseException) -> UsageError:
-    return UsageError(
-        f"{option} {entry.name}",
-        entry.weights,
-        f"weights could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); on an offline "
-        "machine, download them into the Hugging Face cache first (HF_HOME), or use the tiny "
-        "profile",
-    )
+    return weights_error_for(f"{option} {entry.name}", entry.weights, exc)
 
 
 def generation_models(role: str, path: str | Path = GENERATION_FILE) -> dict[str, GenerationModel]:

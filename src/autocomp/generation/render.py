@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp.config import RenderConfig
+from autocomp.devices import select_device, select_dtype
 from autocomp.errors import UsageError
 from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
 from autocomp.store.shards import (
@@ -131,12 +132,11 @@ class Renderer:
         **overrides: Any,
     ) -> None:
         import diffusers
-        import torch
 
         self.entry = entry
         self.settings = {**entry.settings, **overrides}
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = getattr(torch, entry.dtype) if self.device != "cpu" else torch.float32
+        self.device = select_device(device)
+        dtype = select_dtype(entry.dtype, self.device)
         pipeline_class = getattr(diffusers, entry.pipeline_class or "DiffusionPipeline")
         diffusers.utils.logging.disable_progress_bar()  # autocomp shows its own progress
         try:

@@ -42,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from autocomp.datafiles import check_keys
 from autocomp.errors import UsageError
 
 PACKAGE_DIR = Path(__file__).parent
@@ -262,18 +263,7 @@ class _Checker:
         return UsageError(f"family file {self.path}: {key}", value, fix)
 
     def keys(self, where: str, mapping: object, required: set[str], optional: set[str]) -> dict:
-        if not isinstance(mapping, dict):
-            raise self.fail(where, mapping, "must be a mapping (key: value)")
-        missing = sorted(required - mapping.keys())
-        if missing:
-            raise self.fail(
-                where, sorted(mapping), f"missing required key(s): {', '.join(missing)}"
-            )
-        unknown = sorted(mapping.keys() - required - optional)
-        if unknown:
-            allowed = ", ".join(sorted(required | optional))
-            raise self.fail(where, unknown[0], f"unknown key; allowed keys: {allowed}")
-        return mapping
+        return check_keys(f"family file {self.path}: {where}", mapping, required, optional)
 
     def text(self, where: str, value: object) -> str:
         if not isinstance(value, str) or not value.strip():

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autocomp.errors import UsageError
+from autocomp.devices import select_device
+from autocomp.errors import UsageError, weights_error
 from autocomp.scoring import ScoreRequest
 from autocomp.scoring.registry import ModelEntry
 
@@ -50,13 +51,12 @@ class OpenClipScorer:
         self, entry: ModelEntry, device: str | None = None, batch_size: int = 256, **_: Any
     ) -> None:
         import open_clip
-        import torch
 
         from autocomp.tiny.scoring import register_open_clip_configs
 
         register_open_clip_configs()
         self.entry = entry
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = select_device(device)
         precision = "fp16" if entry.dtype == "float16" and self.device != "cpu" else "fp32"
         pretrained = resolve_weights(entry)
         try:
@@ -65,11 +65,8 @@ class OpenClipScorer:
             )
             self.tokenizer = open_clip.get_tokenizer(entry.architecture)
         except (RuntimeError, OSError, ValueError) as exc:
-            raise UsageError(
-                f"weights of {entry.name}",
-                f"{entry.architecture}/{pretrained}",
-                f"could not be loaded ({type(exc).__name__}: {str(exc)[:200]}); on an offline "
-                "machine, put them in the Hugging Face cache first (HF_HOME)",
+            raise weights_error(
+                f"weights of {entry.name}", f"{entry.architecture}/{pretrained}", exc
             ) from exc
         self.model = model.eval()
         self.preprocess = preprocess

@@ -19,7 +19,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autocomp.errors import UsageError
+from autocomp.devices import select_device, select_dtype
+from autocomp.errors import weights_error
 from autocomp.scoring import ScoreRequest
 from autocomp.scoring.registry import ModelEntry
 
@@ -43,11 +44,10 @@ class VlmScorer:
         random_weights: bool = False,
         **_: Any,
     ) -> None:
-        import torch
         import transformers
 
         self.entry = entry
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = select_device(device)
         if self.device == "cpu":
             # transformers' own switch: on CPU, SDPA handles grouped-query attention with a mask
             # itself, instead of materialising the repeated prefix K/V for every candidate
@@ -58,7 +58,7 @@ class VlmScorer:
         self.naive = naive
         self.prompt = entry.prompt or DEFAULT_PROMPT
         source = str(self._weights())
-        dtype = getattr(torch, entry.dtype) if self.device != "cpu" else torch.float32
+        dtype = select_dtype(entry.dtype, self.device)
         try:
             model_class = getattr(transformers, entry.model_class or "")
             self.processor = transformers.AutoProcessor.from_pretrained(
@@ -74,12 +74,7 @@ class VlmScorer:
                     source, dtype=dtype, trust_remote_code=entry.trust_remote_code
                 ).to(self.device)
         except (OSError, ValueError, AttributeError) as exc:
-            raise UsageError(
-                f"weights of {entry.name}",
-                source,
-                f"could not be loaded ({type(exc).__name__}: {str(exc)[:200]}); on an offline "
-                "machine, download them into the Hugging Face cache first (HF_HOME)",
-            ) from exc
+            raise weights_error(f"weights of {entry.name}", source, exc) from exc
         self.model.eval()
         self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "chunks": 0}
 

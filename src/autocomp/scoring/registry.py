@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from autocomp.datafiles import check_keys, check_type
 from autocomp.errors import UsageError
 
 REGISTRY_FILE = Path(__file__).parent / "registry.yaml"
@@ -41,6 +42,14 @@ _REQUIRED = {
 }
 _OPTIONAL = {
     "paper_name", "hf_hub", "notes", "allow_remote_code", "prompt", "tiny_config", "base_model",
+}  # fmt: skip
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str, "title": str, "weights": str, "dtype": str, "gpus": int,
+    "gpu_memory_gb": (int, float), "trust_remote_code": bool, "allow_remote_code": bool,
+    "architecture": str, "model_class": str, "preprocess": dict, "prompt": str,
+    "base_model": str,
 }  # fmt: skip
 
 
@@ -87,7 +96,14 @@ def _load(path: str) -> dict[str, ModelEntry]:
 
 @functools.lru_cache(maxsize=4)
 def _parse(text: str, path: str) -> dict[str, ModelEntry]:
-    raw = yaml.safe_load(text)
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(exc).split())[:200]
+        raise UsageError("model registry", path, f"is not valid YAML ({problem})") from None
+    raw = check_keys(f"model registry {path}", raw, {"models"}, set())
+    if not isinstance(raw["models"], list):
+        raise UsageError(f"model registry {path}: models", raw["models"], "must be a list")
     entries: dict[str, ModelEntry] = {}
     for i, item in enumerate(raw["models"]):
         entry = _entry(path, i, item)
@@ -99,21 +115,17 @@ def _parse(text: str, path: str) -> dict[str, ModelEntry]:
 
 def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
     where = f"model registry {path}: models[{i}]"
+    if not isinstance(item, dict):
+        raise UsageError(where, item, "must be a mapping (key: value)")
     backend = item.get("backend")
     if backend not in BACKENDS:
         raise UsageError(where, backend, f"backend must be one of {', '.join(BACKENDS)}")
-    missing = sorted(_REQUIRED[backend] - item.keys())
-    if missing:
-        raise UsageError(where, item.get("name"), f"missing key(s) {', '.join(missing)}")
-    unknown = sorted(item.keys() - _REQUIRED[backend] - _OPTIONAL)
-    if unknown:
-        raise UsageError(where, unknown[0], "unknown key")
+    check_keys(where, item, _REQUIRED[backend], _OPTIONAL)
     if item["score"] not in SCORES[backend]:
         raise UsageError(where, item["score"], f"score must be one of {', '.join(SCORES[backend])}")
-    if not isinstance(item["trust_remote_code"], bool):
-        raise UsageError(
-            where, item["trust_remote_code"], "trust_remote_code must be true or false"
-        )
+    for key, kind in _TYPES.items():
+        if key in item:
+            check_type(where, key, item[key], kind)
     fields = {k: v for k, v in item.items() if k in ModelEntry.__dataclass_fields__}
     return ModelEntry(**fields, raw=dict(item))
 
