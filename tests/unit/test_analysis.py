@@ -229,7 +229,7 @@ def test_per_relation_by_hand():
 def test_family_dependent_analyses_select_families_by_kind(fixture_path):
     """A user-added attribute family (the documented `material` example) joins the error
     taxonomy; the kind comes from the benchmark's own record, else from the family file."""
-    from autocomp.analysis.report import family_kinds
+    from autocomp.analysis.load import family_kinds
 
     kinds = family_kinds({}, ["material", "position", "color", "relative_size", "nowhere"])
     assert kinds == {"attribute": ["color", "material"], "relation": ["position", "relative_size"]}
