@@ -19,6 +19,8 @@ MANIFESTS = sorted(
     p for p in (ROOT / "manifests").rglob("*.yaml") if p.name != "kustomization.yaml"
 )
 
+pytestmark = pytest.mark.infra
+
 
 def test_every_image_kind_has_a_dockerfile():
     assert sorted(p.parent.name for p in DOCKERFILES) == sorted(IMAGE_KINDS)

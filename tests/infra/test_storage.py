@@ -19,6 +19,8 @@ import pytest
 from autocomp.errors import UsageError
 from autocomp.store.storage import MANIFEST, LocalStore, S3Store, StorageError, open_store
 
+pytestmark = pytest.mark.infra
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -14,6 +14,8 @@ from autocomp.cli.main import main
 
 SECRET_MARKER = "s3cr3t-value-that-must-not-leak"
 
+pytestmark = pytest.mark.slow
+
 
 def _docs(path: Path) -> tuple[dict, dict]:
     docs = list(yaml.safe_load_all(path.read_text()))

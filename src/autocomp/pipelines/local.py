@@ -15,6 +15,29 @@ from pathlib import Path
 from typing import Any
 
 
+def local_arguments(
+    profile: str, models: list[str] | None = None, **overrides: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The arguments of both pipelines for a local run: the profile's (autocomp.config), with
+    `overrides` (None = not given) replacing generate_benchmark parameters and `models` the
+    scored models. vLLM lives in its own image on the cluster, so captions run through
+    transformers here."""
+    from autocomp.config import evaluate_arguments, generate_arguments, get_profile
+
+    chosen = get_profile(profile)
+    arguments = generate_arguments(chosen)
+    unknown = sorted(set(overrides) - set(arguments))
+    if unknown:
+        raise TypeError(f"generate_benchmark has no parameter {unknown[0]}")
+    arguments.update({k: v for k, v in overrides.items() if v is not None})
+    if arguments["caption_engine"] == "vllm":
+        arguments["caption_engine"] = "transformers"
+    evaluation = evaluate_arguments(chosen)
+    if models:
+        evaluation["models"] = list(models)
+    return arguments, evaluation
+
+
 def run_local(
     out: str | Path,
     name: str = "local",
@@ -27,21 +50,12 @@ def run_local(
     num_shards, ...). Returns where things are."""
     from kfp import local
 
-    from autocomp.config import evaluate_arguments, generate_arguments, get_profile
+    from autocomp.config import get_profile
     from autocomp.pipelines import evaluate_models as evaluate_module
     from autocomp.pipelines import generate_benchmark as generate_module
 
     chosen = get_profile(profile)
-    arguments = generate_arguments(chosen)
-    unknown = sorted(set(overrides) - set(arguments))
-    if unknown:
-        raise TypeError(f"generate_benchmark has no parameter {unknown[0]}")
-    arguments.update({k: v for k, v in overrides.items() if v is not None})
-    if arguments["caption_engine"] == "vllm":  # vLLM lives in its own image on the cluster
-        arguments["caption_engine"] = "transformers"
-    evaluation = evaluate_arguments(chosen)
-    if models:
-        evaluation["models"] = list(models)
+    arguments, evaluation = local_arguments(profile, models, **overrides)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if chosen.offline:  # random weights: nothing to download

@@ -12,6 +12,8 @@ CAPTIONS = [
     "A pair of green gloves is above an umbrella, which is to the left of a chair.",
 ]
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def images():

@@ -41,6 +41,7 @@ def benchmark(tmp_path):
     return tmp_path / "bench.parquet", root
 
 
+@pytest.mark.slow
 def test_score_stage_end_to_end(tmp_path, benchmark):
     path, root = benchmark
     entry = get_model("tiny-clip")
@@ -71,6 +72,7 @@ def test_score_stage_end_to_end(tmp_path, benchmark):
         assert p["positive_score"] == item[0]
 
 
+@pytest.mark.slow
 def test_resume_scores_only_missing_items(tmp_path, benchmark):
     path, root = benchmark
     entry = get_model("tiny-clip")
@@ -95,6 +97,7 @@ def test_resume_scores_only_missing_items(tmp_path, benchmark):
     assert len(made) == 2  # nothing left: the model is not even loaded
 
 
+@pytest.mark.slow
 def test_run_folder_of_another_model_is_refused(tmp_path, benchmark):
     path, root = benchmark
     score_stage(
@@ -124,6 +127,7 @@ def test_bad_benchmarks(tmp_path):
         score_stage(get_model("tiny-clip"), tmp_path / "b.parquet", tmp_path / "o", lambda: None)
 
 
+@pytest.mark.slow
 def test_cli_models_and_score(tmp_path, benchmark, capsys):
     from autocomp.cli.main import main
 

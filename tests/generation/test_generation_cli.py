@@ -8,6 +8,7 @@ import pytest
 from autocomp.cli.main import main
 
 
+@pytest.mark.slow
 def test_tiny_chain_from_concepts_to_scores(tmp_path, capsys):
     d = tmp_path
     steps = [

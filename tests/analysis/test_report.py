@@ -100,6 +100,7 @@ def test_report_needs_a_run(tmp_path, capsys):
     assert "--store with --name" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(run_dir, tmp_path):
     main(["report", "--run", str(run_dir), "--out", str(tmp_path / "r")])
     assert_renders_in_chromium(tmp_path / "r" / "index.html", tmp_path / "report.png")

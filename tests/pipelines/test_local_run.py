@@ -6,9 +6,12 @@ import glob
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from autocomp.cli.main import main
 from tests.conftest import assert_renders_in_chromium
+
+pytestmark = pytest.mark.slow
 
 
 def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):

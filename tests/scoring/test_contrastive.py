@@ -3,6 +3,8 @@ from PIL import Image
 
 from autocomp.scoring import ScoreRequest, load_scorer
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def images():

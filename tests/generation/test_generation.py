@@ -26,6 +26,8 @@ VALIDATE = ValidateConfig(
     detector="tiny-grounding-dino", segmenter="tiny-sam2", vqa="tiny-qwen2.5-vl"
 )
 
+pytestmark = pytest.mark.slow
+
 
 class Scripted:
     """A captioner that replays replies per concept spec (for the protocol, not the model)."""

@@ -16,6 +16,7 @@ def test_registry_has_the_papers_models():
     assert sum(1 for m in models.values() if m.backend == "open_clip" and not m.is_tiny) >= 21
 
 
+@pytest.mark.slow
 def test_every_open_clip_entry_resolves_in_open_clips_own_table():
     import open_clip
 
@@ -34,6 +35,7 @@ def test_every_open_clip_entry_resolves_in_open_clips_own_table():
         assert m.score == ("sigmoid" if "SigLIP" in m.architecture else "cosine"), m.name
 
 
+@pytest.mark.slow
 def test_every_transformers_entry_names_a_real_class():
     import transformers
 
@@ -77,6 +79,7 @@ def test_registry_validation(tmp_path):
         get_model("x", registry)
 
 
+@pytest.mark.slow
 def test_generation_registry_names_real_classes_builders_and_profiles():
     import diffusers
     import transformers
