@@ -93,6 +93,6 @@ def get_generation_model(
         raise UsageError(
             f"--{role}",
             name,
-            f"unknown {role}; registered: {', '.join(models)} (models/generation.yaml)",
+            f"unknown {role}; registered: {', '.join(models)} (generation/models.yaml)",
         )
     return models[name]
