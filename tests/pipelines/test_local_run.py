@@ -14,10 +14,26 @@ from tests.conftest import assert_renders_in_chromium
 pytestmark = pytest.mark.slow
 
 
-def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):
-    out = tmp_path / "run"
-    assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
-    printed = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """One local run (both pipelines, tiny profile), shared by the tests of this module."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("local") / "run"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
+    return out, printed.getvalue()
+
+
+def _report_page(printed: str) -> Path:
+    report_line = next(line for line in printed.splitlines() if line.startswith("report:"))
+    return Path(report_line.split(":", 1)[1].strip())
+
+
+def test_local_run_generates_publishes_scores_and_reports(local_run):
+    out, printed = local_run
     assert "tiny-clip" in printed and "tiny-qwen2.5-vl" in printed and "results:" in printed
     store = out / "store"
     benchmark = store / "benchmarks" / "local"
@@ -37,11 +53,13 @@ def test_local_run_generates_publishes_scores_and_reports(tmp_path, capsys):
         assert set(summary.column("failed").to_pylist()) == {0}
         assert summary.num_rows == 2 * 2 * 2  # conditions x sets x protocols
     # the evaluation pipeline ends with the report
-    report_line = next(line for line in printed.splitlines() if line.startswith("report:"))
-    page = report_line.split(":", 1)[1].strip()
-    assert page.endswith("index.html") and "<svg" in Path(page).read_text()
-    assert_renders_in_chromium(Path(page), tmp_path / "demo-report.png")
+    page = _report_page(printed)
+    assert page.name == "index.html" and "<svg" in page.read_text()
     # a second run resumes: published outputs are complete, nothing is redone
     before = (benchmark / "_manifest.json").read_text()
     assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
     assert (benchmark / "_manifest.json").read_text() == before
+
+
+def test_local_run_report_renders_in_chromium(local_run, tmp_path):
+    assert_renders_in_chromium(_report_page(local_run[1]), tmp_path / "demo-report.png")
