@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp import __version__
+from autocomp.analysis import agreement
 from autocomp.analysis import statistics as analysis
 from autocomp.errors import UsageError
 
@@ -200,12 +201,19 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         tables["filter_shift"] = analysis.filter_shift(data["concepts"], bench)
     if data["human"]:
         tables["human"] = human_results(data["human"], bench)
+        tables["human_per_annotator"] = agreement.per_annotator_scores(data["human"], bench)
+        tables["human_agreement"] = agreement.human_agreement(data["human"], bench)
     if data["judges"]:
         keys = {r["sample_id"]: (r["family"], r["n"], r["condition"]) for r in bench.to_pylist()}
         ours = {r["sample_id"]: bool(r.get("accepted", True)) for r in bench.to_pylist()}
         for name, rows in data["judges"].items():
+            yes = ("1", "true", "yes", "pass")
+            if rows and "reference_passed" in rows[0]:  # audit judge: verdicts with rejections
+                keys = {**keys, **{r["sample_id"]: (r["family"], int(r["n"]), r["condition"])
+                                   for r in rows}}  # fmt: skip
+                ours = {r["sample_id"]: r["reference_passed"].strip().lower() in yes for r in rows}
             theirs = {
-                r["sample_id"]: r["passed"].strip().lower() in ("1", "true", "yes", "pass")
+                r["sample_id"]: r["passed"].strip().lower() in yes
                 for r in rows
                 if r["sample_id"] in keys
             }
@@ -407,6 +415,17 @@ SECTIONS = [
         "Human validation (Tables 11, 20)",
         "Concordance between annotators and the automated verdicts; human Swap / Confusion "
         "accuracy.",
+    ),
+    (
+        "human_per_annotator",
+        "Per-annotator raw scores (Table 20)",
+        "Correct answers per annotator out of the items they answered: Swap, Confusion, and "
+        "validity answers that agree with the validator.",
+    ),
+    (
+        "human_agreement",
+        "Inter-annotator agreement (Fleiss' kappa)",
+        "Items every annotator answered; unanimous = share of items with one answer throughout.",
     ),
 ]
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from autocomp import __version__
+from autocomp.cli import audit
 from autocomp.cli.table import format_table
 from autocomp.errors import UsageError
 
@@ -618,6 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=200, help="concepts per family and N (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(run=_demo)
+    audit.add_parser(verbs)
     return parser
 
 
