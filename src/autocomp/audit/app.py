@@ -8,6 +8,8 @@ before the next page is sent; closing the browser and opening the link again res
 first unanswered item. Keyboard: digits choose an option (with more than 9 options, type the
 number and press Enter), y / n answer yes-no questions, the left arrow goes back. Works without
 scripts too (plain buttons). Every value from the study reaches the page through html.escape.
+Blinding: the validity questions (which show the positive caption) open only after every choice
+item is answered, and from then on the choice answers are locked.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ TASK_TITLES = {"confusion": "Choose the caption", "swap": "Choose the caption", 
 CSS = """body{font-family:system-ui,sans-serif;margin:1rem auto;max-width:1100px;color:#222}
 header{display:flex;justify-content:space-between;align-items:center}
 progress{width:40%}main{display:flex;gap:1.5rem;align-items:flex-start}
-img{max-width:520px;max-height:520px;border:1px solid #ccc}
+img{width:min(520px,45vw);height:auto;border:1px solid #ccc}
 form{flex:1}button.option{display:block;width:100%;text-align:left;margin:2px 0;padding:4px 8px;
 font-size:14px;background:#f6f6f6;border:1px solid #ccc;border-radius:3px;cursor:pointer}
 button.option:hover{background:#e8f0fb}button.chosen{background:#cfe3ff;border-color:#1b6ca8}
@@ -104,6 +106,18 @@ def create_app(study_dir: str | Path) -> Starlette:
                 return i
         return None
 
+    def gate(annotator: str, item: int) -> tuple[int | None, bool]:
+        """Blinding: the validity questions show the positive caption, so they open only when
+        every choice item is answered (else: the first open choice item), and choice answers
+        are locked once a validity question is answered."""
+        items, answers = study.items[annotator], study.answers(annotator)
+        if items[item]["task"] == "valid":
+            for i, entry in enumerate(items):
+                if entry["task"] != "valid" and i not in answers:
+                    return i, False
+            return None, False
+        return None, any(items[i]["task"] == "valid" for i in answers)
+
     def base(token: str) -> str:
         return f"/a/{token}"
 
@@ -125,6 +139,9 @@ def create_app(study_dir: str | Path) -> Starlette:
         if annotator is None or not 0 <= item < len(study.items[annotator]):
             return _not_found()
         token = request.path_params["token"]
+        first_open, locked = gate(annotator, item)
+        if first_open is not None:
+            return RedirectResponse(f"{base(token)}/item/{first_open}", 303, headers=HEADERS)
         entry = study.items[annotator][item]
         answers = study.answers(annotator)
         total = len(study.items[annotator])
@@ -136,10 +153,13 @@ def create_app(study_dir: str | Path) -> Starlette:
             cls = "option chosen" if i == chosen else "option"
             buttons.append(
                 f'<button class="{cls}" type="submit" name="answer" value="{i}" '
+                f"{'disabled ' if locked else ''}"
                 f'aria-pressed="{"true" if i == chosen else "false"}">'
                 f"<kbd>{esc(label)}</kbd> {esc(option)}</button>"
             )
-        if yesno:
+        if locked:
+            hint = "Locked: the answers to choice items cannot change after the checks began."
+        elif yesno:
             hint = "Press y or n."
         elif len(entry["options"]) <= 9:
             hint = "Press the option's number."
@@ -173,8 +193,11 @@ def create_app(study_dir: str | Path) -> Starlette:
         options = study.items[annotator][item]["options"]
         if len(values) != 1 or not values[0].isdigit() or int(values[0]) >= len(options):
             return Response("Bad answer", status_code=400, headers=HEADERS)
-        study.answer(annotator, item, int(values[0]))
         token = request.path_params["token"]
+        first_open, locked = gate(annotator, item)
+        if first_open is not None or locked:
+            return Response("This item is not open", status_code=409, headers=HEADERS)
+        study.answer(annotator, item, int(values[0]))
         following = next_open(annotator, item)
         target = f"{base(token)}/done" if following is None else f"{base(token)}/item/{following}"
         return RedirectResponse(target, status_code=303, headers=HEADERS)
@@ -216,8 +239,12 @@ def create_app(study_dir: str | Path) -> Starlette:
         text, kind = (JS, "text/javascript") if name == "/app.js" else (CSS, "text/css")
         return Response(text, media_type=kind, headers=HEADERS)
 
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204, headers=HEADERS)
+
     routes = [
         Route("/", home),
+        Route("/favicon.ico", no_icon),
         Route("/app.js", asset),
         Route("/app.css", asset),
         Route("/a/{token}", start),
@@ -227,16 +254,14 @@ def create_app(study_dir: str | Path) -> Starlette:
         Route("/a/{token}/image/{item:int}", image),
         Route("/a/{token}/done", done),
     ]
-    app = Starlette(routes=routes)
 
-    @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
         return _not_found()
 
-    @app.exception_handler(405)
     async def not_allowed(request: Request, exc: Exception) -> Response:
         return Response("Method not allowed", status_code=405, headers=HEADERS)
 
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
     app.state.study = study
     return app
 
