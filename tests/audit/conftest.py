@@ -4,6 +4,7 @@ live server of the study on a free loopback port."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -55,11 +56,25 @@ def bench_root(tmp_path_factory):
     return root
 
 
-def write_run(bench_root, run):
-    """A run folder for `autocomp report`: the benchmark and one model's predictions."""
+@pytest.fixture(scope="session")
+def published(bench_root):
+    """The tiny benchmark as `autocomp run` publishes it: data/*.parquet, images embedded."""
+    from autocomp.store.publish import build_dataset
+
+    return build_dataset(
+        bench_root / "benchmark.parquet", bench_root, bench_root / "published", "tiny"
+    )
+
+
+def write_run(bench_root, run, published=None):
+    """A run folder for `autocomp report`: the benchmark (the table, or the published folder
+    as benchmark/) and one model's predictions."""
     run.mkdir()
     bench = pq.read_table(bench_root / "benchmark.parquet")
-    pq.write_table(bench, run / "benchmark.parquet")
+    if published is None:
+        pq.write_table(bench, run / "benchmark.parquet")
+    else:
+        shutil.copytree(published, run / "benchmark")
     preds = []
     for i, b in enumerate(bench.to_pylist()):
         for set_name in ("swap", "confusion"):
@@ -83,6 +98,15 @@ def study(bench_root, tmp_path):
     return tmp_path / "study"
 
 
+@pytest.fixture
+def demo_study(published, tmp_path):
+    """A study of the published benchmark with choice items from rejected samples too, as on
+    the tiny demo (whose random-weight validators reject nearly everything)."""
+    config = AuditConfig(concepts=6, annotators=3, include_rejected=True, seed=5)
+    export_study(published, tmp_path / "study", config, None)
+    return tmp_path / "study"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,6 +116,15 @@ def _free_port() -> int:
 @pytest.fixture
 def server(study):
     """The app on 127.0.0.1:<free port> (uvicorn in a thread); yields its base URL."""
+    yield from _serve(study)
+
+
+@pytest.fixture
+def demo_server(demo_study):
+    yield from _serve(demo_study)
+
+
+def _serve(study):
     import uvicorn
 
     port = _free_port()

@@ -73,7 +73,9 @@ def _first_rule(position, size):
     return (position * 7 + 3) % size
 
 
-def test_a_browser_completes_the_study(study, server, tmp_path, bench_root):
+def test_a_browser_completes_the_study(demo_study, demo_server, tmp_path, bench_root, published):
+    """The study of the published tiny benchmark (the demo's format: images embedded)."""
+    study, server = demo_study, demo_server
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -125,7 +127,7 @@ def test_a_browser_completes_the_study(study, server, tmp_path, bench_root):
             with urllib.request.urlopen(request) as response:
                 assert response.status == 200
 
-    run = write_run(bench_root, tmp_path / "run")
+    run = write_run(bench_root, tmp_path / "run", published)
     summary = collect_stage(study, run / "human")
     assert summary["V1"] == {"answered": total, "open": 0}
 
@@ -158,7 +160,7 @@ def test_a_browser_completes_the_study(study, server, tmp_path, bench_root):
     per_annotator = pq.read_table(tables / "human_per_annotator.parquet").to_pylist()
     assert {r["annotator"] for r in per_annotator} == {"V1", "V2", "V3"}
     v3 = [r for r in per_annotator if r["annotator"] == "V3"]
-    assert sum(r["swap_items"] for r in v3) == 8  # 4 concepts x 2 conditions
+    assert sum(r["swap_items"] for r in v3) == 12  # 6 concepts x 2 conditions
     kappa = pq.read_table(tables / "human_agreement.parquet").to_pylist()
     assert {r["annotators"] for r in kappa} == {3}
     assert all(r["items_dropped"] == 0 for r in kappa)

@@ -149,3 +149,16 @@ def test_image_paths_must_stay_inside_the_root(bench_root, tmp_path):
             bench_root,
         )  # fmt: skip
     assert not (tmp_path / "s").exists() and not list(tmp_path.glob(".s.tmp-*"))
+
+
+def test_export_from_a_published_benchmark(published, tmp_path):
+    """The demo's format: images embedded in data/*.parquet; its rejected samples can be drawn
+    for the choice items only when asked."""
+    with pytest.raises(UsageError, match="4 concept"):
+        export_study(published, tmp_path / "a", AuditConfig(concepts=6), None)
+    config = AuditConfig(concepts=6, annotators=2, include_rejected=True)
+    export_study(published, tmp_path / "s", config, None)
+    key = _key(tmp_path / "s")
+    assert len({k["sample_id"] for k in key if k["task"] == "swap"}) == 12
+    assert {k["correct"] for k in key if k["task"] == "valid"} == {"yes", "no"}
+    assert len(list((tmp_path / "s" / "images").iterdir())) == 12
