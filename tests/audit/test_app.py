@@ -150,3 +150,19 @@ def test_validity_opens_after_the_choices_and_locks_them(server, study):
     status, _, page = request(server, "GET", f"/a/{token}/item/0")
     assert status == 200 and b"disabled" in page and b"Locked" in page
     assert Study(study).answers("V1")[0] == 1
+
+
+def test_cli_collect_and_serve_refuse_bad_input(study, tmp_path, capsys):
+    from autocomp.cli.main import main
+
+    assert main(["audit", "collect", str(tmp_path), "--out", str(tmp_path / "h")]) == 2
+    assert "autocomp audit export" in capsys.readouterr().err
+    assert main(["audit", "serve", str(study), "--port", "0"]) == 2
+    Study(study).answer("V2", 0, 0)
+    assert main(["audit", "collect", str(study), "--out", str(tmp_path / "human")]) == 0
+    assert "V2: 1 answered" in capsys.readouterr().out
+    rows = (tmp_path / "human" / "V2.csv").read_text().splitlines()
+    assert rows[0] == "annotator,sample_id,task,answer" and len(rows) == 2
+    assert (tmp_path / "human" / "V1.csv").read_text().splitlines() == rows[:1]
+    record = json.loads((tmp_path / "human" / "audit.json").read_text())
+    assert record["config"]["seed"] == 7 and record["autocomp_version"]

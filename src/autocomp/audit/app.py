@@ -186,9 +186,11 @@ def create_app(study_dir: str | Path) -> Starlette:
         item = request.path_params["item"]
         if annotator is None or not 0 <= item < len(study.items[annotator]):
             return _not_found()
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return Response("Too large", status_code=413, headers=HEADERS)
+        body = b""
+        async for chunk in request.stream():  # never buffer more than MAX_BODY
+            body += chunk
+            if len(body) > MAX_BODY:
+                return Response("Too large", status_code=413, headers=HEADERS)
         values = parse_qs(body.decode("utf-8", "replace")).get("answer", [])
         options = study.items[annotator][item]["options"]
         if len(values) != 1 or not values[0].isdigit() or int(values[0]) >= len(options):
