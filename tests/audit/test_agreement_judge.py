@@ -125,3 +125,7 @@ def test_judge_bad_input(bench_root, tmp_path, capsys):
     assert main([*args, "--name", "../evil"]) == 2
     assert not (tmp_path / "evil.csv").exists()
     assert main([*args, "--check", "attributes"]) == 0
+    with (tmp_path / "judges" / "qwen-big.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    # attributes is skipped after an objects failure: only samples both runs decided count
+    assert len(rows) == 9 and {r["passed"] for r in rows} == {"true"}

@@ -1,8 +1,10 @@
 """`autocomp audit judge`: a second judge's decisions beside the pipeline's (paper A.11).
 
 Both inputs are `autocomp validate` outputs (verdict shards) on the same render folder, the
-second made with another VQA model (`--vqa`). A sample passes a judge when none of the compared
-checks failed (a check skipped because an earlier one failed counts as failed). The comparison
+second made with another VQA model (`--vqa`). With `--check all` a sample passes a judge when
+no check failed (a check skipped because an earlier one failed counts as failed); with one
+check (`--check attributes`), only the samples that check decided in both runs are compared (run
+validate with --all-checks so it decides every image). The comparison
 includes the samples the first judge rejected, so Cohen's kappa is not degenerate the way it is
 on a curated benchmark whose samples were all accepted.
 
@@ -31,9 +33,14 @@ def decisions(path: str | Path, checks: tuple[str, ...]) -> tuple[dict[str, bool
     table, meta = read_stage(path, "verdicts", "--verdicts")
     passed: dict[str, bool] = {}
     cells: dict[str, tuple] = {}
+    one = len(checks) == 1
     for r in table.to_pylist():
         sid = r["sample_id"]
         cells[sid] = (r["family"], r["n"], r["condition"])
+        if one:  # one check: only the samples that check decided (not skipped, not n/a)
+            if r["check"] == checks[0] and r["outcome"] in ("pass", "fail"):
+                passed[sid] = r["outcome"] == "pass"
+            continue
         ok = passed.get(sid, True)
         if r["check"] in checks and r["outcome"] in FAILED:
             ok = False
