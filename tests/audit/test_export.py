@@ -51,8 +51,10 @@ def test_options_follow_the_protocol(study, bench_root):
             assert k["options"][1] in b["swap_negatives"]
         elif k["task"] == "confusion":
             assert k["correct"] == b["caption"] and k["options"][0] == b["caption"]
-            assert len(k["options"]) == min(50, len(b["confusion_negatives"]) + 1)
-            assert set(k["options"][1:]) <= set(b["confusion_negatives"])
+            same = {c for c, f in zip(b["confusion_negatives"], b["confusion_same_scene"]) if f}
+            assert len(k["options"]) == min(50, len(b["confusion_negatives"]) - len(same) + 1)
+            assert set(k["options"][1:]) <= set(b["confusion_negatives"]) - same
+            assert not same & set(k["options"])  # a person would rightly pick those
         else:
             assert k["options"] == ["yes", "no"]
             assert k["correct"] == ("yes" if b["accepted"] else "no")

@@ -7,7 +7,8 @@ one Swap negative), then the validity questions (objects present, attributes rig
 background on Minimal images), which come last because they show the positive caption. The
 Confusion options always contain the Swap negative, so seeing both items of an image reveals
 nothing the Swap item does not. The validity questions also cover samples the validator rejected,
-so concordance with the validator is measured on both of its outcomes.
+so concordance with the validator is measured on both of its outcomes. Negatives flagged as
+describing the positive's scene (`*_same_scene`) are never offered to people.
 
 Blinding: images are re-encoded to PNG (no generator metadata) under names that are not sample
 ids; pages never show sample ids, families, conditions, verdicts or model names. The answer key
@@ -95,7 +96,8 @@ def read_benchmark(benchmark: Path) -> list[dict[str, Any]]:
                 "--benchmark", str(path), f"missing column(s) {', '.join(missing)}; give a "
                 "benchmark with images (autocomp negatives on a curated table, or a published one)"
             )  # fmt: skip
-        columns = [*NEEDED, *CHOICE] + (["accepted"] if "accepted" in schema.names else [])
+        optional = ["accepted", "swap_same_scene", "confusion_same_scene"]
+        columns = [*NEEDED, *CHOICE] + [c for c in optional if c in schema.names]
         rows += pq.read_table(path, columns=columns).to_pylist()
     return rows
 
@@ -163,8 +165,8 @@ def draw(rows: list[dict[str, Any]], config: AuditConfig) -> tuple[list[dict], l
         both = [pair.get("minimal"), pair.get("contextual")]
         usable = all(
             s is not None
-            and s["swap_negatives"]
-            and s["confusion_negatives"]
+            and distinct(s, "swap")
+            and len(distinct(s, "confusion")) >= 2
             and (config.include_rejected or s.get("accepted", True))
             for s in both
         )
@@ -189,6 +191,14 @@ def draw(rows: list[dict[str, Any]], config: AuditConfig) -> tuple[list[dict], l
     for members in rejected_cells.values():
         rng.shuffle(members)
     return images, _round_robin(rejected_cells, config.rejected)
+
+
+def distinct(sample: dict[str, Any], kind: str) -> list[str]:
+    """A sample's negatives of one kind without those that describe the positive's scene (the
+    paper protocol keeps them for models; a person reading them would be right to pick them)."""
+    negatives = sample[f"{kind}_negatives"]
+    same = sample.get(f"{kind}_same_scene") or [False] * len(negatives)
+    return [c for c, flagged in zip(negatives, same) if not flagged]
 
 
 def _validity(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -216,8 +226,8 @@ def build_key(
 
     for s in images:
         positive = s["caption"]
-        swap = rng.choice(sorted(set(s["swap_negatives"]) - {positive}))
-        others = sorted(set(s["confusion_negatives"]) - {positive, swap})
+        swap = rng.choice(sorted(set(distinct(s, "swap")) - {positive}))
+        others = sorted(set(distinct(s, "confusion")) - {positive, swap})
         extra = rng.sample(others, min(len(others), config.confusion_options - 2))
         add(s, "confusion", "", "Which caption describes the image?", [positive, swap, *extra],
             positive)  # fmt: skip
