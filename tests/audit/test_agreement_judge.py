@@ -54,6 +54,8 @@ def test_per_annotator_scores_and_agreement(bench_root):
     overall = {(r["task"], r["family"]): r for r in human_agreement(rows, bench).to_pylist()}
     swap = overall[("swap", "all")]
     assert swap["items"] == 2 and swap["unanimous"] == 0.5 and swap["items_dropped"] == 0
+    # categories right/wrong: [[right, wrong], [right, right]]: P = 0.5, Pe = 10/16
+    assert swap["fleiss_kappa"] == pytest.approx(-1 / 3)
     assert overall[("valid", "all")]["items_dropped"] == 1  # only V1 answered it
 
 

@@ -49,13 +49,23 @@ def _cells(benchmark: pa.Table) -> dict[str, tuple]:
 
 def human_agreement(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
     """Fleiss' kappa per task x family x N x condition (and per task overall) on the items that
-    every annotator of the study answered; `items_dropped` counts the others."""
+    every annotator of the study answered; `items_dropped` counts the others. Categories: yes /
+    no for validity; right / wrong for Swap and Confusion (their options differ from item to
+    item, so the chosen caption itself is no category shared across items)."""
     cells = _cells(benchmark)
+    captions = dict(zip(benchmark.column("sample_id").to_pylist(),
+                        benchmark.column("caption").to_pylist()))  # fmt: skip
     annotators = sorted({r["annotator"] for r in rows})
     answers: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for r in rows:
-        if r["sample_id"] in cells:
-            answers[(r["task"], r["sample_id"])][r["annotator"]] = r["answer"].strip()
+        if r["sample_id"] in cells and r["task"] in TASKS:
+            answer = r["answer"].strip()
+            if r["task"] == "valid":
+                said = answer.lower() in ("yes", "y", "1", "true", "valid")
+                category = "yes" if said else "no"
+            else:
+                category = "right" if answer == captions[r["sample_id"]] else "wrong"
+            answers[(r["task"], r["sample_id"])][r["annotator"]] = category
     groups: dict[tuple, list[list[str]]] = defaultdict(list)
     dropped: Counter = Counter()
     for (task, sample), said in sorted(answers.items()):

@@ -425,7 +425,8 @@ SECTIONS = [
     (
         "human_agreement",
         "Inter-annotator agreement (Fleiss' kappa)",
-        "Items every annotator answered; unanimous = share of items with one answer throughout.",
+        "Items every annotator answered; categories yes/no (validity) and right/wrong (Swap, "
+        "Confusion); unanimous = share of items with one answer throughout.",
     ),
 ]
 

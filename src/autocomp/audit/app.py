@@ -43,7 +43,9 @@ form{flex:1}button.option{display:block;width:100%;text-align:left;margin:2px 0;
 font-size:14px;background:#f6f6f6;border:1px solid #ccc;border-radius:3px;cursor:pointer}
 button.option:hover{background:#e8f0fb}button.chosen{background:#cfe3ff;border-color:#1b6ca8}
 kbd{display:inline-block;min-width:1.6em;font-weight:bold;color:#1b6ca8}
-.hint{color:#666;font-size:12px}#typed{font-weight:bold}"""
+.hint{color:#666;font-size:12px}#typed{font-weight:bold}
+.many{columns:2;column-gap:8px}.many button.option{font-size:12px;padding:2px 6px;
+break-inside:avoid}"""
 
 JS = """document.addEventListener('keydown', function (e) {
   if (e.ctrlKey || e.metaKey || e.altKey) { return; }
@@ -164,7 +166,7 @@ def create_app(study_dir: str | Path) -> Starlette:
         elif len(entry["options"]) <= 9:
             hint = "Press the option's number."
         else:
-            hint = "Type the option's number, then Enter. Typed: <span id=typed></span>"
+            hint = "Type the option's number, then Enter (typed: <span id=typed></span>)."
         prev = (
             f'<a id="prev" href="{base(token)}/item/{item - 1}">&larr; previous</a>'
             if item > 0
@@ -176,7 +178,8 @@ def create_app(study_dir: str | Path) -> Starlette:
 <main><img src="{base(token)}/image/{item}" alt="the image to judge">
 <form id="answer" method="post" action="{base(token)}/item/{item}"
  data-kind="{"yesno" if yesno else "choice"}">
-<p><strong>{esc(entry["prompt"])}</strong></p>{"".join(buttons)}
+<p><strong>{esc(entry["prompt"])}</strong></p>
+<div class="{"options many" if len(buttons) > 12 else "options"}">{"".join(buttons)}</div>
 <p class="hint">{hint} Left arrow: previous item.</p></form></main>
 <nav>{prev}</nav>"""
         return _page(f"Item {item + 1} of {total}", body)
