@@ -131,3 +131,25 @@ def test_judge_bad_input(bench_root, tmp_path, capsys):
         rows = list(csv.DictReader(f))
     # attributes is skipped after an objects failure: only samples both runs decided count
     assert len(rows) == 9 and {r["passed"] for r in rows} == {"true"}
+
+
+def test_each_judge_file_keeps_its_own_reference(bench_root, tmp_path):
+    """An audit judge CSV (with reference_passed) next to a plain one (sample_id,passed): the
+    plain one is compared with the benchmark's accepted flag, not with the other's reference."""
+    run = write_run(bench_root, tmp_path / "run")
+    bench = pq.read_table(bench_root / "benchmark.parquet").to_pylist()
+    (run / "judges").mkdir()
+    audit = ["sample_id,family,n,condition,passed,reference_passed"]
+    audit += [
+        f"{b['sample_id']},{b['family']},{b['n']},{b['condition']},false,false" for b in bench
+    ]
+    (run / "judges" / "a-audit.csv").write_text("\n".join(audit) + "\n")
+    plain = ["sample_id,passed"] + [f"{b['sample_id']},true" for b in bench]
+    (run / "judges" / "z-plain.csv").write_text("\n".join(plain) + "\n")
+    tables = build_tables(load_run(run))
+    overall = {
+        name: next(r for r in tables[f"judge_agreement_{name}"].to_pylist() if r["family"] == "all")
+        for name in ("a-audit", "z-plain")
+    }
+    assert overall["a-audit"]["agreement"] == 1.0
+    assert overall["z-plain"]["agreement"] == pytest.approx(10 / 12)  # 2 samples not accepted

@@ -207,17 +207,18 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         keys = {r["sample_id"]: (r["family"], r["n"], r["condition"]) for r in bench.to_pylist()}
         ours = {r["sample_id"]: bool(r.get("accepted", True)) for r in bench.to_pylist()}
         for name, rows in data["judges"].items():
-            yes = ("1", "true", "yes", "pass")
+            yes, cells, reference = ("1", "true", "yes", "pass"), keys, ours
             if rows and "reference_passed" in rows[0]:  # audit judge: verdicts with rejections
-                keys = {**keys, **{r["sample_id"]: (r["family"], int(r["n"]), r["condition"])
-                                   for r in rows}}  # fmt: skip
-                ours = {r["sample_id"]: r["reference_passed"].strip().lower() in yes for r in rows}
+                cells = {**keys, **{r["sample_id"]: (r["family"], int(r["n"]), r["condition"])
+                                    for r in rows}}  # fmt: skip
+                reference = {r["sample_id"]: r["reference_passed"].strip().lower() in yes
+                             for r in rows}  # fmt: skip
             theirs = {
                 r["sample_id"]: r["passed"].strip().lower() in yes
                 for r in rows
-                if r["sample_id"] in keys
+                if r["sample_id"] in cells
             }
-            tables[f"judge_agreement_{name}"] = analysis.judge_agreement(ours, theirs, keys)
+            tables[f"judge_agreement_{name}"] = analysis.judge_agreement(reference, theirs, cells)
     return tables
 
 
