@@ -97,14 +97,29 @@ def read_benchmark(benchmark: Path) -> list[dict[str, Any]]:
                 "benchmark with images (autocomp negatives on a curated table, or a published one)"
             )  # fmt: skip
         optional = ["accepted", "swap_same_scene", "confusion_same_scene"]
-        columns = [*NEEDED, *CHOICE] + [c for c in optional if c in schema.names]
+        columns = [c for c in NEEDED if c != "image"] + [*CHOICE]
+        columns += [c for c in optional if c in schema.names]
         rows += pq.read_table(path, columns=columns).to_pylist()
     return rows
+
+
+def read_images(benchmark: Path, samples: set[str]) -> dict[str, Any]:
+    """sample -> image reference (embedded {bytes, path} or a path) for the chosen samples
+    only: a published benchmark embeds every image, and a study needs a few hundred."""
+    refs: dict[str, Any] = {}
+    for path in benchmark_files(benchmark):
+        for batch in pq.ParquetFile(path).iter_batches(columns=["sample_id", "image"]):
+            for sid, ref in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                if sid in samples:
+                    refs[sid] = ref
+    return refs
 
 
 def image_bytes(row: dict[str, Any], images_root: Path) -> bytes:
     """The bytes of a row's image: embedded, or a path that must resolve inside the root."""
     ref = row["image"]
+    if ref is None:
+        raise UsageError(f"image of {row['sample_id']}", None, "is missing from the benchmark")
     if isinstance(ref, dict):
         if ref.get("bytes"):
             return ref["bytes"]
@@ -301,9 +316,11 @@ def export_study(
     try:
         for sub in (IMAGES_DIR, ITEMS_DIR, ANSWERS_DIR):
             (work / sub).mkdir(parents=True)
+        refs = read_images(benchmark, set(names))
         for s in images + rejected:
+            row = {"sample_id": s["sample_id"], "image": refs.get(s["sample_id"])}
             (work / IMAGES_DIR / names[s["sample_id"]]).write_bytes(
-                reencode(image_bytes(s, root), s["sample_id"])
+                reencode(image_bytes(row, root), s["sample_id"])
             )
         document = provenance(
             "audit_key",
