@@ -166,3 +166,53 @@ def test_cli_collect_and_serve_refuse_bad_input(study, tmp_path, capsys):
     assert (tmp_path / "human" / "V1.csv").read_text().splitlines() == rows[:1]
     record = json.loads((tmp_path / "human" / "audit.json").read_text())
     assert record["config"]["seed"] == 7 and record["autocomp_version"]
+
+
+def test_answers_survive_a_killed_server(study, tmp_path):
+    """`autocomp audit serve` in its own process, killed (SIGKILL) right after answering: the
+    answers are on disk, and a new server resumes where the annotator stopped."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.audit.conftest import _free_port
+
+    def start(port):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autocomp.cli.main", "audit", "serve", str(study),
+             "--port", str(port)],
+            stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        links = [proc.stdout.readline().strip() for _ in range(3)]
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                request(f"http://127.0.0.1:{port}", "GET", "/")
+                return proc, links
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+
+    port = _free_port()
+    proc, links = start(port)
+    try:
+        token = tokens(study)["V3"]
+        assert f"V3: http://127.0.0.1:{port}/a/{token}/" in links
+        for item in range(3):
+            assert request(f"http://127.0.0.1:{port}", "POST", f"/a/{token}/item/{item}",
+                           "answer=1")[0] == 303  # fmt: skip
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert Study(study).answers("V3") == {0: 1, 1: 1, 2: 1}
+    port = _free_port()
+    proc, _ = start(port)
+    try:
+        _, headers, _ = request(f"http://127.0.0.1:{port}", "GET", f"/a/{token}/")
+        assert headers["location"] == f"/a/{token}/item/3"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
