@@ -87,6 +87,18 @@ SECTIONS = [
         "Concordance between annotators and the automated verdicts; human Swap / Confusion "
         "accuracy.",
     ),
+    (
+        "human_per_annotator",
+        "Per-annotator raw scores (Table 20)",
+        "Correct answers per annotator out of the items they answered: Swap, Confusion, and "
+        "validity answers that agree with the validator.",
+    ),
+    (
+        "human_agreement",
+        "Inter-annotator agreement (Fleiss' kappa)",
+        "Items every annotator answered; categories yes/no (validity) and right/wrong (Swap, "
+        "Confusion); unanimous = share of items with one answer throughout.",
+    ),
 ]
 
 

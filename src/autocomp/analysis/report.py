@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from autocomp.analysis import agreement
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.html import render_html
 from autocomp.analysis.latex import to_latex
@@ -133,16 +134,24 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         tables["filter_shift"] = analysis.filter_shift(data["concepts"], bench)
     if data["human"]:
         tables["human"] = human_results(data["human"], bench)
+        tables["human_per_annotator"] = agreement.per_annotator_scores(data["human"], bench)
+        tables["human_agreement"] = agreement.human_agreement(data["human"], bench)
     if data["judges"]:
         keys = {r["sample_id"]: (r["family"], r["n"], r["condition"]) for r in bench.to_pylist()}
         ours = {r["sample_id"]: bool(r.get("accepted", True)) for r in bench.to_pylist()}
         for name, rows in data["judges"].items():
+            yes, cells, reference = ("1", "true", "yes", "pass"), keys, ours
+            if rows and "reference_passed" in rows[0]:  # audit judge: verdicts with rejections
+                cells = {**keys, **{r["sample_id"]: (r["family"], int(r["n"]), r["condition"])
+                                    for r in rows}}  # fmt: skip
+                reference = {r["sample_id"]: r["reference_passed"].strip().lower() in yes
+                             for r in rows}  # fmt: skip
             theirs = {
-                r["sample_id"]: r["passed"].strip().lower() in ("1", "true", "yes", "pass")
+                r["sample_id"]: r["passed"].strip().lower() in yes
                 for r in rows
-                if r["sample_id"] in keys
+                if r["sample_id"] in cells
             }
-            tables[f"judge_agreement_{name}"] = analysis.judge_agreement(ours, theirs, keys)
+            tables[f"judge_agreement_{name}"] = analysis.judge_agreement(reference, theirs, cells)
     return tables
 
 

@@ -1,0 +1,286 @@
+"""`autocomp audit serve`: the annotators' web app (Starlette, server-rendered HTML).
+
+One annotator per link (/a/<token>/); the token is the only credential, compared in constant
+time, and an unknown token gets the same 404 as any unknown page. An annotator reaches only their
+own items and images, by position: no URL carries a file name, so nothing else on disk is
+reachable. Every click is a form POST that is appended to the annotator's journal and fsync'd
+before the next page is sent; closing the browser and opening the link again resumes at the
+first unanswered item. Keyboard: digits choose an option (with more than 9 options, type the
+number and press Enter), y / n answer yes-no questions, the left arrow goes back. Works without
+scripts too (plain buttons). Every value from the study reaches the page through html.escape.
+Blinding: the validity questions (which show the positive caption) open only after every choice
+item is answered, and from then on the choice answers are locked.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from autocomp.audit.study import Study
+
+MAX_BODY = 4096
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; img-src 'self'; script-src 'self'; "
+    "style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+TASK_TITLES = {"confusion": "Choose the caption", "swap": "Choose the caption", "valid": "Check"}
+
+CSS = """body{font-family:system-ui,sans-serif;margin:1rem auto;max-width:1100px;color:#222}
+header{display:flex;justify-content:space-between;align-items:center}
+progress{width:40%}main{display:flex;gap:1.5rem;align-items:flex-start}
+img{width:min(520px,45vw);height:auto;border:1px solid #ccc}
+form{flex:1}button.option{display:block;width:100%;text-align:left;margin:2px 0;padding:4px 8px;
+font-size:14px;background:#f6f6f6;border:1px solid #ccc;border-radius:3px;cursor:pointer}
+button.option:hover{background:#e8f0fb}button.chosen{background:#cfe3ff;border-color:#1b6ca8}
+kbd{display:inline-block;min-width:1.6em;font-weight:bold;color:#1b6ca8}
+.hint{color:#666;font-size:12px}#typed{font-weight:bold}
+.many{columns:2;column-gap:8px}.many button.option{font-size:12px;padding:2px 6px;
+break-inside:avoid}"""
+
+JS = """document.addEventListener('keydown', function (e) {
+  if (e.ctrlKey || e.metaKey || e.altKey) { return; }
+  var form = document.getElementById('answer');
+  var typed = document.getElementById('typed');
+  var k = e.key;
+  if (k === 'ArrowLeft') {
+    var prev = document.getElementById('prev');
+    if (prev) { e.preventDefault(); prev.click(); }
+    return;
+  }
+  if (!form) { return; }
+  var buttons = form.querySelectorAll('button.option');
+  function send(i) { if (i >= 1 && i <= buttons.length) { buttons[i - 1].click(); } }
+  if (form.dataset.kind === 'yesno') {
+    if (k === 'y' || k === 'Y') { e.preventDefault(); send(1); }
+    if (k === 'n' || k === 'N') { e.preventDefault(); send(2); }
+  } else if (/^[0-9]$/.test(k)) {
+    e.preventDefault();
+    if (buttons.length <= 9) { send(parseInt(k, 10)); }
+    else { typed.textContent = (typed.textContent + k).slice(-2); }
+  } else if (k === 'Enter' && buttons.length > 9 && typed.textContent) {
+    e.preventDefault();
+    send(parseInt(typed.textContent, 10));
+    typed.textContent = '';
+  } else if (k === 'Backspace' && typed && typed.textContent) {
+    e.preventDefault();
+    typed.textContent = typed.textContent.slice(0, -1);
+  }
+});
+"""
+
+esc = html.escape
+
+
+def _page(title: str, body: str) -> HTMLResponse:
+    text = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<link rel="stylesheet" href="/app.css"><script src="/app.js" defer></script></head>
+<body>{body}</body></html>"""
+    return HTMLResponse(text, headers=HEADERS)
+
+
+def _not_found() -> Response:
+    return Response("Not found", status_code=404, media_type="text/plain", headers=HEADERS)
+
+
+def create_app(study_dir: str | Path) -> Starlette:
+    """The app serving one study folder."""
+    study = Study(study_dir)
+
+    def who(request: Request) -> str | None:
+        return study.annotator_of(str(request.path_params.get("token", "")))
+
+    def next_open(annotator: str, after: int) -> int | None:
+        done = study.answers(annotator)
+        total = len(study.items[annotator])
+        for i in [*range(after + 1, total), *range(0, after + 1)]:
+            if i not in done:
+                return i
+        return None
+
+    def gate(annotator: str, item: int) -> tuple[int | None, bool]:
+        """Blinding: the validity questions show the positive caption, so they open only when
+        every choice item is answered (else: the first open choice item), and choice answers
+        are locked once a validity question is answered."""
+        items, answers = study.items[annotator], study.answers(annotator)
+        if items[item]["task"] == "valid":
+            for i, entry in enumerate(items):
+                if entry["task"] != "valid" and i not in answers:
+                    return i, False
+            return None, False
+        return None, any(items[i]["task"] == "valid" for i in answers)
+
+    def base(token: str) -> str:
+        return f"/a/{token}"
+
+    async def home(request: Request) -> Response:
+        return _page("Study", "<p>Open the link you were given for this study.</p>")
+
+    async def start(request: Request) -> Response:
+        annotator = who(request)
+        if annotator is None:
+            return _not_found()
+        token = request.path_params["token"]
+        item = next_open(annotator, -1)
+        target = f"{base(token)}/done" if item is None else f"{base(token)}/item/{item}"
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+    async def show(request: Request) -> Response:
+        annotator = who(request)
+        item = request.path_params["item"]
+        if annotator is None or not 0 <= item < len(study.items[annotator]):
+            return _not_found()
+        token = request.path_params["token"]
+        first_open, locked = gate(annotator, item)
+        if first_open is not None:
+            return RedirectResponse(f"{base(token)}/item/{first_open}", 303, headers=HEADERS)
+        entry = study.items[annotator][item]
+        answers = study.answers(annotator)
+        total = len(study.items[annotator])
+        chosen = answers.get(item)
+        yesno = entry["task"] == "valid"
+        buttons = []
+        for i, option in enumerate(entry["options"]):
+            label = option[0].upper() if yesno else str(i + 1)
+            cls = "option chosen" if i == chosen else "option"
+            buttons.append(
+                f'<button class="{cls}" type="submit" name="answer" value="{i}" '
+                f"{'disabled ' if locked else ''}"
+                f'aria-pressed="{"true" if i == chosen else "false"}">'
+                f"<kbd>{esc(label)}</kbd> {esc(option)}</button>"
+            )
+        if locked:
+            hint = "Locked: the answers to choice items cannot change after the checks began."
+        elif yesno:
+            hint = "Press y or n."
+        elif len(entry["options"]) <= 9:
+            hint = "Press the option's number."
+        else:
+            hint = "Type the option's number, then Enter (typed: <span id=typed></span>)."
+        prev = (
+            f'<a id="prev" href="{base(token)}/item/{item - 1}">&larr; previous</a>'
+            if item > 0
+            else ""
+        )
+        body = f"""<header><h1>{esc(TASK_TITLES[entry["task"]])}</h1>
+<span>Item {item + 1} of {total} &middot; answered {len(answers)}
+<progress max="{total}" value="{len(answers)}"></progress></span></header>
+<main><img src="{base(token)}/image/{item}" alt="the image to judge">
+<form id="answer" method="post" action="{base(token)}/item/{item}"
+ data-kind="{"yesno" if yesno else "choice"}">
+<p><strong>{esc(entry["prompt"])}</strong></p>
+<div class="{"options many" if len(buttons) > 12 else "options"}">{"".join(buttons)}</div>
+<p class="hint">{hint} Left arrow: previous item.</p></form></main>
+<nav>{prev}</nav>"""
+        return _page(f"Item {item + 1} of {total}", body)
+
+    async def record(request: Request) -> Response:
+        annotator = who(request)
+        item = request.path_params["item"]
+        if annotator is None or not 0 <= item < len(study.items[annotator]):
+            return _not_found()
+        body = b""
+        async for chunk in request.stream():  # never buffer more than MAX_BODY
+            body += chunk
+            if len(body) > MAX_BODY:
+                return Response("Too large", status_code=413, headers=HEADERS)
+        values = parse_qs(body.decode("utf-8", "replace")).get("answer", [])
+        options = study.items[annotator][item]["options"]
+        if len(values) != 1 or not values[0].isdigit() or int(values[0]) >= len(options):
+            return Response("Bad answer", status_code=400, headers=HEADERS)
+        token = request.path_params["token"]
+        first_open, locked = gate(annotator, item)
+        if first_open is not None or locked:
+            return Response("This item is not open", status_code=409, headers=HEADERS)
+        study.answer(annotator, item, int(values[0]))
+        following = next_open(annotator, item)
+        target = f"{base(token)}/done" if following is None else f"{base(token)}/item/{following}"
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+    async def image(request: Request) -> Response:
+        annotator = who(request)
+        item = request.path_params["item"]
+        if annotator is None or not 0 <= item < len(study.items[annotator]):
+            return _not_found()
+        try:
+            path = study.image(annotator, item)
+        except PermissionError:
+            return _not_found()
+        if not path.is_file():
+            return _not_found()
+        return FileResponse(path, media_type="image/png", headers=HEADERS)
+
+    async def done(request: Request) -> Response:
+        annotator = who(request)
+        if annotator is None:
+            return _not_found()
+        token = request.path_params["token"]
+        total = len(study.items[annotator])
+        answered = len(study.answers(annotator))
+        missing = next_open(annotator, -1)
+        more = (
+            f'<p><a href="{base(token)}/item/{missing}">Continue with the open items</a></p>'
+            if missing is not None
+            else "<p>All items are answered. Thank you! You can close this page.</p>"
+        )
+        body = (
+            f"<h1>Study progress</h1><p id=done>Answered {answered} of {total}.</p>{more}"
+            f'<p><a id="prev" href="{base(token)}/item/{total - 1}">&larr; review answers</a></p>'
+        )
+        return _page("Study progress", body)
+
+    async def asset(request: Request) -> Response:
+        name = request.url.path
+        text, kind = (JS, "text/javascript") if name == "/app.js" else (CSS, "text/css")
+        return Response(text, media_type=kind, headers=HEADERS)
+
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204, headers=HEADERS)
+
+    routes = [
+        Route("/", home),
+        Route("/favicon.ico", no_icon),
+        Route("/app.js", asset),
+        Route("/app.css", asset),
+        Route("/a/{token}", start),
+        Route("/a/{token}/", start),
+        Route("/a/{token}/item/{item:int}", show, methods=["GET"]),
+        Route("/a/{token}/item/{item:int}", record, methods=["POST"]),
+        Route("/a/{token}/image/{item:int}", image),
+        Route("/a/{token}/done", done),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _not_found()
+
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        return Response("Method not allowed", status_code=405, headers=HEADERS)
+
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
+    app.state.study = study
+    return app
+
+
+def links(study_dir: str | Path, host: str, port: int) -> dict[str, str]:
+    """Each annotator's link."""
+    study = Study(study_dir)
+    return {
+        name: f"http://{host}:{port}/a/{record['token']}/"
+        for name, record in study.annotators.items()
+    }
+
+
+def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(study_dir), host=host, port=port, log_level="warning")

@@ -1,0 +1,101 @@
+"""A study folder as the app and `audit collect` see it: annotators, their items, and the
+answer journals (append-only JSON lines, fsync'd per answer; the last answer to an item wins).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from autocomp.audit.config import ANSWERS_DIR, IMAGES_DIR, ITEMS_DIR, KEY_FILE, STUDY_FILE
+from autocomp.errors import UsageError
+
+
+class Study:
+    """The study folder `root`, checked on open; answers are written through `answer`."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        manifest = self.root / STUDY_FILE
+        if not manifest.is_file() or not (self.root / KEY_FILE).is_file():
+            raise UsageError(
+                "STUDY", str(root), f"has no {STUDY_FILE} and {KEY_FILE}; give the folder "
+                "written by `autocomp audit export`"
+            )  # fmt: skip
+        try:
+            self.manifest = json.loads(manifest.read_text(encoding="utf-8"))
+            self.annotators: dict[str, dict[str, Any]] = self.manifest["annotators"]
+            self.items = {
+                name: json.loads(self.path(ITEMS_DIR, f"{name}.json").read_text("utf-8"))
+                for name in self.annotators
+            }
+        except (OSError, ValueError, KeyError) as exc:
+            raise UsageError("STUDY", str(root), f"is not a readable study folder ({exc})") from exc
+        self._lock = threading.Lock()
+
+    def path(self, folder: str, name: str) -> Path:
+        """A file of the study folder; the name must stay inside `folder` (hostile input)."""
+        base = (self.root / folder).resolve()
+        target = (base / name).resolve()
+        if target.parent != base:
+            raise PermissionError(f"{name!r} is outside {folder}/")
+        return target
+
+    def annotator_of(self, token: str) -> str | None:
+        """The annotator whose token this is (constant-time comparison), else None."""
+        found = None
+        for name, record in self.annotators.items():
+            if hmac.compare_digest(str(record["token"]).encode(), token.encode()):
+                found = name
+        return found
+
+    def journal(self, annotator: str) -> Path:
+        return self.path(ANSWERS_DIR, f"{annotator}.jsonl")
+
+    def answers(self, annotator: str) -> dict[int, int]:
+        """Item position -> chosen option index (the last answer wins). A line cut short by a
+        crash during its write (only the last line can be) is ignored."""
+        out: dict[int, int] = {}
+        path = self.journal(annotator)
+        if not path.is_file():
+            return out
+        total = len(self.items[annotator])
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+                item, choice = int(record["item"]), int(record["answer"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if 0 <= item < total and 0 <= choice < len(self.items[annotator][item]["options"]):
+                out[item] = choice
+        return out
+
+    def answer(self, annotator: str, item: int, choice: int) -> None:
+        """Record one answer durably before returning: append, flush, fsync."""
+        entry = self.items[annotator][item]
+        record = {
+            "item": item,
+            "key": entry["key"],
+            "answer": choice,
+            "option": entry["options"][choice],
+            "time": round(time.time(), 3),
+        }
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(self.journal(annotator), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line  # a line cut short by a crash stays on its own
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def image(self, annotator: str, item: int) -> Path:
+        return self.path(IMAGES_DIR, self.items[annotator][item]["image"])

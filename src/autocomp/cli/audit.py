@@ -1,0 +1,115 @@
+"""`autocomp audit ...`: the human study and the second-judge audit (paper A.10, A.11)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+
+from autocomp.errors import UsageError
+
+
+def _export(args: argparse.Namespace) -> None:
+    from autocomp.audit.config import AuditConfig
+    from autocomp.audit.export import export_study
+
+    config = AuditConfig(
+        concepts=args.concepts,
+        annotators=args.annotators,
+        confusion_options=args.confusion_options,
+        rejected=args.rejected,
+        include_rejected=args.include_rejected,
+        seed=args.seed,
+    )
+    study = export_study(args.benchmark, args.out, config, args.images)
+    items = ", ".join(f"{n:,} {task}" for task, n in sorted(study["items"].items()))
+    print(
+        f"study in {args.out}: {study['images']:,} images of {config.concepts:,} concepts and "
+        f"{study['rejected_images']:,} rejected images; items per annotator: {items}; "
+        f"annotators {', '.join(study['annotators'])}. Serve it: autocomp audit serve {args.out}"
+    )
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from autocomp.audit.app import links, serve
+
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not 0 < args.port < 65536:
+        raise UsageError("--port", args.port, "must be 1 to 65535")
+    for name, link in links(args.study, args.host, args.port).items():
+        print(f"{name}: {link}")
+    if not loopback:
+        print(
+            f"warning: serving on {args.host} over plain HTTP: anyone on that network who sees a "
+            "link can answer as that annotator; prefer 127.0.0.1 behind an SSH tunnel"
+        )
+    serve(args.study, args.host, args.port)
+
+
+def _collect(args: argparse.Namespace) -> None:
+    from autocomp.audit.collect import collect_stage
+
+    summary = collect_stage(args.study, args.out)
+    for name, counts in summary.items():
+        print(f"{name}: {counts['answered']:,} answered, {counts['open']:,} open")
+    print(f"annotations in {args.out} (autocomp report reads them as RUN/human/)")
+
+
+def _judge(args: argparse.Namespace) -> None:
+    from autocomp.audit.judge import judge_stage
+
+    done = judge_stage(args.verdicts, args.out, args.name, args.check)
+    print(
+        f"judge {done['name']} in {args.out}: {done['samples']:,} samples "
+        f"({done['reference_rejected']:,} rejected by the reference judge), agreement "
+        f"{done['agreement']:.3f}"
+    )
+    if done["reference_rejected"] == 0 or done["reference_rejected"] == done["samples"]:
+        print("warning: the reference judge decided every sample alike; kappa is undefined")
+
+
+def add_parsers(verbs: argparse._SubParsersAction) -> None:
+    """Register `audit` and its sub-verbs."""
+    audit = verbs.add_parser("audit", help="human study and second-judge audit (paper A.10, A.11)")
+    sub = audit.add_subparsers(dest="audit_verb", metavar="AUDIT_VERB", required=True)
+
+    p = sub.add_parser("export", help="write a blinded, balanced human study from a benchmark")
+    p.add_argument("--benchmark", required=True, help="published folder or benchmark table")
+    p.add_argument("--images", help="root of the table's image paths (default: its folder)")
+    p.add_argument("--out", required=True, help="the study folder to create")
+    p.add_argument("--concepts", type=int, default=200, help="concepts (x2 images; default 200)")
+    p.add_argument("--annotators", type=int, default=4, help="annotators (default 4)")
+    p.add_argument("--confusion-options", type=int, default=50, help="options (default 50)")
+    p.add_argument("--rejected", type=int, default=50, help="rejected images in validity items")
+    p.add_argument(
+        "--include-rejected",
+        action="store_true",
+        help="draw choice items from rejected samples too (demo benchmarks)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_export)
+
+    p = sub.add_parser("serve", help="serve a study to its annotators in the browser")
+    p.add_argument("study", help="the study folder")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765)
+    p.set_defaults(run=_serve)
+
+    p = sub.add_parser("collect", help="write the study's answers as RUN/human/ CSVs")
+    p.add_argument("study", help="the study folder")
+    p.add_argument("--out", required=True, help="RUN/human/")
+    p.set_defaults(run=_collect)
+
+    p = sub.add_parser("judge", help="compare two judges' verdicts (RUN/judges/<name>.csv)")
+    p.add_argument(
+        "--verdicts",
+        action="append",
+        required=True,
+        help="twice: the pipeline's verdicts, then the second judge's",
+    )
+    p.add_argument("--out", required=True, help="RUN/judges/")
+    p.add_argument("--name", help="the judge's name (default: its VQA model)")
+    p.add_argument("--check", default="all", help="all (default) or one check, e.g. attributes")
+    p.set_defaults(run=_judge)
