@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: runs a model or kfp.local (seconds to a minute)")
+
+
+def make_benchmark(folder: Path, count: int = 20, families=(("color", 2),), seed: int = 0) -> Path:
+    """A benchmark of `count` concepts per (family, N) with one coloured PNG per row."""
+    from PIL import Image
+
+    from autocomp.protocol.stages import negatives_stage, sample_stage
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tables = []
+    for family, n in families:
+        sample_stage(family, n, count, seed, folder / f"c-{family}{n}.parquet")
+        negatives_stage(
+            folder / f"c-{family}{n}.parquet", folder / f"b-{family}{n}.parquet", workers=1
+        )
+        tables.append(
+            pq.read_table(folder / f"b-{family}{n}.parquet").replace_schema_metadata(None)
+        )
+    table = pa.concat_tables(tables, promote_options="default")
+    root = folder / "images"
+    root.mkdir(exist_ok=True)
+    rand = random.Random(seed)
+    names = []
+    for i in range(table.num_rows):
+        name = f"img{i}.png"
+        Image.new("RGB", (40, 40), tuple(rand.randrange(256) for _ in range(3))).save(root / name)
+        names.append(name)
+    pq.write_table(table.append_column("image", pa.array(names)), folder / "bench.parquet")
+    return folder / "bench.parquet"
+
+
+@pytest.fixture(scope="session")
+def color_bench(tmp_path_factory):
+    path = make_benchmark(tmp_path_factory.mktemp("bench"), 20)
+    return path, path.parent / "images"
