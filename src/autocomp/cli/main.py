@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from autocomp import __version__
+from autocomp.cli import finetune as finetune_cli
 from autocomp.cli.table import format_table
 from autocomp.errors import UsageError
 
@@ -532,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
     p.add_argument("--blind", action="store_true", help="score captions without the image")
     p.set_defaults(run=_score)
+    finetune_cli.add_parser(verbs)
 
     pipelines = ("generate_benchmark", "evaluate_models")
 
