@@ -13,7 +13,8 @@ def pytest_configure(config):
 
 
 def make_benchmark(folder: Path, count: int = 20, families=(("color", 2),), seed: int = 0) -> Path:
-    """A benchmark of `count` concepts per (family, N) with one coloured PNG per row."""
+    """A benchmark of `count` concepts per (family, N), Minimal and Contextual rows, with one
+    coloured PNG per row."""
     from PIL import Image
 
     from autocomp.protocol.stages import negatives_stage, sample_stage
@@ -29,6 +30,15 @@ def make_benchmark(folder: Path, count: int = 20, families=(("color", 2),), seed
             pq.read_table(folder / f"b-{family}{n}.parquet").replace_schema_metadata(None)
         )
     table = pa.concat_tables(tables, promote_options="default")
+    # both conditions, as curated benchmarks have them (the Contextual caption is the Minimal one
+    # here: what the tiny profile's caption fallback produces)
+    ids = table["concept_id"].to_pylist()
+    table = pa.concat_tables(
+        table.append_column("condition", pa.array([c] * table.num_rows)).append_column(
+            "sample_id", pa.array([f"{i}/{c}" for i in ids])
+        )
+        for c in ("minimal", "contextual")
+    )
     root = folder / "images"
     root.mkdir(exist_ok=True)
     rand = random.Random(seed)

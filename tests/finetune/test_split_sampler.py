@@ -55,8 +55,9 @@ def test_split_stage_records_and_evaluation_keeps_only_unseen_concepts(tmp_path)
     evaluation = pq.read_table(paths["evaluation"]).to_pylist()
     seen = {c for c, s in mapping.items() if s != "heldout"}
     assert not seen & {concept_id(r) for r in evaluation}
-    # held-out Color N=2 rows plus every Color N=3 row
-    assert len(evaluation) == Counter(mapping.values())["heldout"] + 15
+    # held-out Color N=2 concepts plus every Color N=3 concept, in both conditions
+    assert len(evaluation) == 2 * (Counter(mapping.values())["heldout"] + 15)
+    assert {r["condition"] for r in evaluation} == {"minimal", "contextual"}
 
 
 def _rows(tmp_path, n=2, count=40):

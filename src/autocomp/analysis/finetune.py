@@ -298,3 +298,27 @@ DELTAS_NOTE = (
     "Delta Swap and Delta Confusion of each fine-tuned variant against its pretrained model "
     "(mean over seeds; 95 % bootstrap interval over samples)."
 )
+
+
+def publish_report(
+    runs: Sequence[str | Path],
+    checkpoints: Sequence[str | Path],
+    out: str | Path,
+    store: str = "",
+    name: str = "",
+    seed: int = 0,
+) -> str:
+    """Write the report into `out` and, with a store, publish it as finetune/<name>/report-<hash
+    of its tables> (a re-run with other results never collides); return the HTML path."""
+    import hashlib
+
+    paths = write_report(runs, out, checkpoints, seed)
+    if store:
+        from autocomp.store.storage import open_store
+
+        digest = hashlib.sha256()
+        for key in ("table8", "finetune_deltas"):
+            digest.update(Path(out, f"{key}.csv").read_bytes())
+        key = f"finetune/{name}/report-{digest.hexdigest()[:12]}"
+        open_store(store).put(key, out, {"stage": "finetune_report", "benchmark": name})
+    return str(paths["html"])

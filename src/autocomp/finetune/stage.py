@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from autocomp.errors import UsageError
 from autocomp.finetune import split as split_mod
 from autocomp.finetune.config import FinetuneConfig, negative_kind
 from autocomp.finetune.sampler import check_attribute_family
@@ -103,3 +104,27 @@ def score_checkpoint(
         meta = {k: run[k] for k in ("base_model", "negatives", "seed")}
     (out / "finetune.json").write_text(json.dumps({**meta, "entry": entry.name}))
     return out
+
+
+RUN_SEPARATOR = "|"
+
+
+def plan_runs(models: list[str], negatives: list[str], seeds: list[int]) -> list[str]:
+    """One training run per model x negative kind x seed, as "model|kind|seed" (the items of the
+    pipeline's fan-out); unknown or non-open_clip models and kinds fail here, before training."""
+    from autocomp.scoring.registry import get_model
+
+    for model in models:
+        if get_model(model).backend != "open_clip":
+            raise UsageError("models", model, "fine-tuning supports open_clip models only")
+    for kind in negatives:
+        negative_kind(kind)
+    if not models or not negatives or not seeds:
+        raise UsageError("models/negatives/seeds", [models, negatives, seeds], "none may be empty")
+    seeds = [int(s) for s in seeds]  # KFP passes list items through JSON: 0 may arrive as 0.0
+    return [RUN_SEPARATOR.join([m, k, str(s)]) for m in models for k in negatives for s in seeds]
+
+
+def parse_run(run: str) -> tuple[str, str, int]:
+    model, kind, seed = run.split(RUN_SEPARATOR)
+    return model, negative_kind(kind), int(seed)

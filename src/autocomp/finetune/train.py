@@ -371,11 +371,12 @@ def finetune(
                 "val_confusion": metrics["confusion"],
             }
         )
-        if metrics["confusion"] > best:
-            best, best_step, bad_evals = metrics["confusion"], step, 0
+        # The kept weights: the best validation Confusion accuracy, the later one on a tie (more
+        # training at no validation cost); patience counts evaluations without a strict gain.
+        bad_evals = 0 if metrics["confusion"] > best else bad_evals + 1
+        if metrics["confusion"] >= best:
+            best, best_step = metrics["confusion"], step
             _save_weights(model, model_cfg, out)
-        else:
-            bad_evals += 1
         torch.save(
             {
                 "record": record,
