@@ -74,6 +74,8 @@ def test_pipeline_runs_under_kfp_local_with_the_tiny_profile(tmp_path):
     assert set(deltas["variant"].to_pylist()) == {"swap", "confusion"}
     html = Path(done["report"]).read_text()
     assert "Table 8" in html and html.count("<svg") == 2  # one training curve per run
+    index = next(folder.rglob("full/index.html")).read_text()
+    assert "Confusion fine-tuning (Table 8)" in index and "Main results" in index
     published = list((tmp_path / "store" / "finetune" / "ft").iterdir())
     assert len(published) == 1 and (published[0] / "table8.csv").is_file()
     runs = [json.loads(p.read_text()) for p in folder.rglob("checkpoint/run.json")]

@@ -216,6 +216,8 @@ def test_cli_finetune_score_and_report(color_bench, tmp_path, capsys, monkeypatc
                 str(ck),
                 "--out",
                 str(tmp_path / "report"),
+                "--benchmark",
+                str(evaluation),
             ]
         )
         == 0
@@ -223,6 +225,12 @@ def test_cli_finetune_score_and_report(color_bench, tmp_path, capsys, monkeypatc
     deltas = pq.read_table(tmp_path / "report" / "finetune_deltas.parquet").to_pylist()
     assert {(r["variant"], r["set"]) for r in deltas} == {("swap", "swap"), ("swap", "confusion")}
     assert "training curve" in (tmp_path / "report" / "report.html").read_text()
+    # the project's whole report over the same runs has the fine-tuning sections and compares
+    # the fine-tuned model with its base (hard-negative deltas, via the entry's base_model)
+    index = (tmp_path / "report" / "full" / "index.html").read_text()
+    assert "Fine-tuned vs pretrained (Table 8)" in index
+    hard = pq.read_table(tmp_path / "report" / "full" / "tables" / "hard_negative_deltas.parquet")
+    assert set(hard["model"].to_pylist()) == {json.loads((ck / "run.json").read_text())["entry"]}
 
 
 def test_cli_refuses_bad_input(color_bench, tmp_path, capsys):

@@ -281,7 +281,9 @@ def write_report(
         f"<h1>Confusion fine-tuning (Table 8)</h1><p class=note>{html.escape(TABLE8_NOTE)}</p>"
         f"{html_table(tables['table8'])}<h2>Against the pretrained model</h2>"
         f"<p class=note>{html.escape(DELTAS_NOTE)}</p>{html_table(tables['finetune_deltas'])}"
-        f"<h2>Training curves</h2>{''.join(curves)}</body></html>"
+        f"<h2>Training curves</h2>{''.join(curves)}"
+        f'<p class=note><a href="full/index.html">The whole report over these runs</a></p>'
+        "</body></html>"
     )
     (out / "report.html").write_text(page, encoding="utf-8")
     paths["html"] = out / "report.html"
@@ -300,19 +302,50 @@ DELTAS_NOTE = (
 )
 
 
+def full_report(
+    runs: Sequence[str | Path],
+    evaluation: str | Path,
+    out: str | Path,
+    seed: int = 0,
+    title: str = "fine-tuning",
+) -> Path:
+    """The project's whole report (autocomp.analysis.report) over the fine-tuning score runs on
+    their evaluation benchmark: accuracy per model, fine-tuned-vs-base deltas, Table 8, ...
+    Written to out/full/index.html (the run folder it reads is out/full/run)."""
+    import json
+    import shutil
+
+    from autocomp.analysis.report import report_stage
+
+    run = Path(out) / "full" / "run"
+    (run / "results").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(evaluation, run / "benchmark.parquet")
+    for folder in runs:
+        meta = Path(folder) / RUN_FILE
+        if meta.is_file():
+            target = run / "results" / json.loads(meta.read_text())["entry"]
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(folder, target)
+    report_stage(run, Path(out) / "full", seed, title=title)
+    return Path(out) / "full" / "index.html"
+
+
 def publish_report(
     runs: Sequence[str | Path],
     checkpoints: Sequence[str | Path],
+    evaluation: str | Path,
     out: str | Path,
     store: str = "",
     name: str = "",
     seed: int = 0,
 ) -> str:
-    """Write the report into `out` and, with a store, publish it as finetune/<name>/report-<hash
-    of its tables> (a re-run with other results never collides); return the HTML path."""
+    """Write the Table 8 page and the whole report into `out` and, with a store, publish them as
+    finetune/<name>/report-<hash of the tables> (a re-run with other results never collides);
+    return the path of the Table 8 page."""
     import hashlib
 
     paths = write_report(runs, out, checkpoints, seed)
+    full_report(runs, evaluation, out, seed, title=f"{name} fine-tuning")
     if store:
         from autocomp.store.storage import open_store
 

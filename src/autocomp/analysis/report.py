@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp import __version__
+from autocomp.analysis import finetune as finetune_analysis
 from autocomp.analysis import statistics as analysis
 from autocomp.errors import UsageError
 
@@ -84,6 +85,7 @@ def load_run(run: str | Path) -> dict[str, Any]:
         **{k: pq.read_table(v) if v.is_file() else None for k, v in optional.items()},
         "human": _read_csvs(sorted((run / "human").glob("*.csv"))),
         "judges": {p.stem: _read_csvs([p]) for p in sorted((run / "judges").glob("*.csv"))},
+        "finetune": finetune_analysis.load_runs(results),  # score runs with finetune.json
     }
 
 
@@ -194,6 +196,8 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         ),
         "caption_diversity": analysis.caption_diversity(bench),
     }
+    if data.get("finetune"):
+        tables.update(finetune_analysis.finetune_tables(data["finetune"], seed))
     if data["survival"] is not None:
         tables["survival"] = data["survival"]
     if data["concepts"] is not None:
@@ -408,6 +412,8 @@ SECTIONS = [
         "Concordance between annotators and the automated verdicts; human Swap / Confusion "
         "accuracy.",
     ),
+    ("table8", "Confusion fine-tuning (Table 8)", finetune_analysis.TABLE8_NOTE),
+    ("finetune_deltas", "Fine-tuned vs pretrained (Table 8)", finetune_analysis.DELTAS_NOTE),
 ]
 
 

@@ -77,6 +77,10 @@ def _report(args: argparse.Namespace) -> None:
     from autocomp.cli.table import format_table
 
     paths = write_report(args.runs, args.out, args.checkpoints or [], args.seed)
+    if args.benchmark:
+        from autocomp.analysis.finetune import full_report
+
+        print(f"whole report: {full_report(args.runs, args.benchmark, args.out, args.seed)}")
     import pyarrow.parquet as pq
 
     table = pq.read_table(paths["table8"])
@@ -147,6 +151,9 @@ def add_parser(verbs: Any) -> None:
     p = verbs.add_parser("finetune-report", help="Table 8 from fine-tuning score runs")
     p.add_argument("--runs", nargs="+", required=True, help="finetune-score output folders")
     p.add_argument("--checkpoints", nargs="*", help="checkpoint folders (training curves)")
+    p.add_argument(
+        "--benchmark", default=None, help="the runs' evaluation benchmark: adds the whole report"
+    )
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.set_defaults(run=_report)

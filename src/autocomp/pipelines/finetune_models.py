@@ -67,6 +67,7 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
                 finetuned=dsl.Collected(scored.outputs["scores"]),
                 pretrained=dsl.Collected(base.outputs["scores"]),
                 checkpoints=dsl.Collected(trained.outputs["checkpoint"]),
+                splits=splits.outputs["splits"],
                 store=store,
                 name=name,
                 seed=report_seed,

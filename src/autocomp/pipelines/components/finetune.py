@@ -83,16 +83,20 @@ def report(
     finetuned: Input[List[Dataset]],  # noqa: UP006
     pretrained: Input[List[Dataset]],  # noqa: UP006
     checkpoints: Input[List[Model]],  # noqa: UP006
+    splits: Input[Dataset],
     store: str,
     name: str,
     seed: int,
     report: Output[Dataset],
 ) -> str:
+    import os
+
     from autocomp.analysis.finetune import publish_report
 
     return publish_report(
         [p.path for p in [*finetuned, *pretrained]],
         [c.path for c in checkpoints],
+        os.path.join(splits.path, "evaluation.parquet"),
         report.path,
         store,
         name,
