@@ -17,7 +17,13 @@ import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
 from autocomp.finetune.config import FinetuneConfig
-from autocomp.store.tables import open_parquet, provenance, read_metadata, write_table
+from autocomp.store.tables import (
+    StreamWriter,
+    open_parquet,
+    provenance,
+    read_metadata,
+    write_table,
+)
 
 SPLITS = ("train", "validation", "heldout")
 SPLIT_SCHEMA = pa.schema([("concept_id", pa.string()), ("split", pa.string())])
@@ -101,26 +107,33 @@ def read_split(path: str | Path) -> dict[str, str]:
 def rows_of(
     benchmark: str | Path, split: dict[str, str], name: str, config: FinetuneConfig
 ) -> list[dict]:
-    """The source rows (family, N, condition of the config) whose concept is in split `name`."""
-    return [
-        r
-        for r in open_parquet(benchmark).read().to_pylist()
-        if is_source(r, config) and split.get(concept_id(r)) == name
-    ]
+    """The source rows (family, N, condition of the config) whose concept is in split `name`,
+    read batch by batch (a paper-scale table with embedded images never sits in memory whole;
+    the kept rows hold their images still encoded)."""
+    rows = []
+    for batch in open_parquet(benchmark).iter_batches(batch_size=256):
+        rows += [
+            r
+            for r in batch.to_pylist()
+            if is_source(r, config) and split.get(concept_id(r)) == name
+        ]
+    return rows
 
 
-def evaluation_table(benchmark: str | Path, split: dict[str, str], out: str | Path) -> pa.Table:
-    """Every row of `benchmark` except those of training and validation concepts."""
-    table = open_parquet(benchmark).read()
-    ids = [
-        concept_id(r)
-        for r in table.select(
-            [c for c in ("concept_id", "sample_id") if c in table.column_names]
-        ).to_pylist()
-    ]
-    keep = pa.array([split.get(c, "heldout") == "heldout" for c in ids])
-    kept = table.filter(keep)
+def evaluation_table(benchmark: str | Path, split: dict[str, str], out: str | Path) -> int:
+    """Write every row of `benchmark` except those of training and validation concepts, batch
+    by batch; return the number of rows written."""
+    source = open_parquet(benchmark)
+    id_columns = [c for c in ("concept_id", "sample_id") if c in source.schema_arrow.names]
     document = dict(read_metadata(benchmark))
     document.update(provenance("benchmark", finetune_evaluation=True, heldout_of=str(benchmark)))
-    write_table(kept.replace_schema_metadata(None), out, document)
+    kept = 0
+    with StreamWriter(out, source.schema_arrow.remove_metadata(), document) as writer:
+        for batch in source.iter_batches(batch_size=256):
+            ids = [concept_id(r) for r in batch.select(id_columns).to_pylist()]
+            keep = pa.array([split.get(c, "heldout") == "heldout" for c in ids])
+            chosen = batch.filter(keep)
+            kept += chosen.num_rows
+            if chosen.num_rows:
+                writer.write(chosen)
     return kept

@@ -196,8 +196,9 @@ def train_step(
     return float(loss)
 
 
-def evaluate(enc: _Encoder, score: str, rows: list[dict], images: list[Any]) -> dict[str, float]:
-    """Swap and Confusion accuracy (paper protocol, strict-greater tie rule) on `rows`."""
+def evaluate(enc: _Encoder, score: str, rows: list[dict], root: Path | None) -> dict[str, float]:
+    """Swap and Confusion accuracy (paper protocol, strict-greater tie rule) on `rows` (images
+    decoded 64 at a time)."""
     import torch
 
     from autocomp.scoring.stage import item_from_row, judge
@@ -206,7 +207,10 @@ def evaluate(enc: _Encoder, score: str, rows: list[dict], images: list[Any]) -> 
     correct = {"swap": 0, "confusion": 0}
     with torch.no_grad():
         img = torch.cat(
-            [enc.images(enc.pixels(images[i : i + 64])) for i in range(0, len(rows), 64)]
+            [
+                enc.images(enc.pixels(_load_images(rows[i : i + 64], root)))
+                for i in range(0, len(rows), 64)
+            ]
         )
         for i, row in enumerate(rows):
             item = item_from_row(row, i)
@@ -337,8 +341,6 @@ def finetune(
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config))
     root = Path(images_root) if images_root else None
-    train_images = _load_images(train_rows, root)
-    val_images = _load_images(val_rows, root)
     batch = min(config.batch_for(base.score), len(train_rows))  # no image twice in a batch
     state_file = out / "state" / "train_state.pt"
     step, curve, best, best_step, bad_evals = 0, [], -1.0, 0, 0
@@ -397,7 +399,7 @@ def finetune(
         state_file.with_suffix(".tmp").replace(state_file)
 
     if step == 0 and not curve:  # the pretrained model is the first candidate for "best"
-        checkpoint(evaluate(enc, base.score, val_rows, val_images))
+        checkpoint(evaluate(enc, base.score, val_rows, root))
     busy, trained = 0.0, 0  # seconds spent in training steps (evaluations excluded)
     while step < config.steps and bad_evals < config.patience:
         if len(order) < batch:  # a fresh seeded epoch order when the current one runs out
@@ -406,7 +408,7 @@ def finetune(
         picks, order = order[:batch], order[batch:]
         texts = [train_rows[i]["caption"] for i in picks]
         texts += [c for i in picks for c, _ in hard_negatives(train_rows[i], kind, config.k, rng)]
-        pixels = enc.pixels([train_images[i] for i in picks])
+        pixels = enc.pixels(_load_images([train_rows[i] for i in picks], root))
         loss = train_step(enc, base.score, pixels, texts, config.k, config.micro_batch)
         lr = scheduler.get_last_lr()[0]
         optimizer.step()
@@ -423,7 +425,7 @@ def finetune(
         if progress:
             progress(1)
         if step % config.eval_every == 0 or step == config.steps:
-            checkpoint(evaluate(enc, base.score, val_rows, val_images))
+            checkpoint(evaluate(enc, base.score, val_rows, root))
     rate = trained / busy if trained and busy > 0 else float("nan")
     stopped_early = step < config.steps
     notes = f"{kind} negatives, K={config.k}, seed {seed}, best step {best_step}"
