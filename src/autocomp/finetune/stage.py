@@ -55,8 +55,7 @@ def train(
     mapping = split_mod.read_split(split_file)
     train_rows = split_mod.rows_of(benchmark, mapping, "train", config)
     val_rows = split_mod.rows_of(benchmark, mapping, "validation", config)
-    data = {
-        "benchmark": str(benchmark),
+    data = {  # content, not paths: a resumed run may see the same files elsewhere
         "benchmark_sha": file_sha256(Path(benchmark)),
         "split_sha": file_sha256(Path(split_file)),
     }
