@@ -52,8 +52,9 @@ def test_training_lowers_the_loss_and_the_checkpoint_scores(
     from safetensors.torch import load_file
 
     from autocomp.finetune import split as split_mod
+    from autocomp.finetune.checkpoint import finetuned_entry
     from autocomp.finetune.stage import score_checkpoint, train
-    from autocomp.finetune.train import _load_images, finetuned_entry, load_base
+    from autocomp.finetune.train import _load_images, load_base
     from autocomp.scoring.contrastive import OpenClipScorer
     from autocomp.scoring.registry import get_model
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from autocomp.errors import UsageError
 from autocomp.finetune import split as split_mod
+from autocomp.finetune.checkpoint import finetuned_entry
 from autocomp.finetune.config import FinetuneConfig, negative_kind
 from autocomp.finetune.sampler import check_attribute_family
-from autocomp.finetune.train import TrainResult, finetune, finetuned_entry
+from autocomp.finetune.train import TrainResult, finetune
 from autocomp.scoring.registry import ModelEntry
 from autocomp.store.storage import file_sha256
 
