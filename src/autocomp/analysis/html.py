@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp import __version__
+from autocomp.analysis import finetune as finetune_analysis
 from autocomp.analysis.plots import plots
 
 
@@ -99,6 +100,8 @@ SECTIONS = [
         "Items every annotator answered; categories yes/no (validity) and right/wrong (Swap, "
         "Confusion); unanimous = share of items with one answer throughout.",
     ),
+    ("table8", "Confusion fine-tuning (Table 8)", finetune_analysis.TABLE8_NOTE),
+    ("finetune_deltas", "Fine-tuned vs pretrained (Table 8)", finetune_analysis.DELTAS_NOTE),
 ]
 
 

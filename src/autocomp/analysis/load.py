@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from autocomp.analysis import finetune as finetune_analysis
 from autocomp.errors import UsageError
 
 BENCH_COLUMNS = [
@@ -64,6 +65,7 @@ def load_run(run: str | Path) -> dict[str, Any]:
         **{k: pq.read_table(v) if v.is_file() else None for k, v in optional.items()},
         "human": _read_csvs(sorted((run / "human").glob("*.csv"))),
         "judges": {p.stem: _read_csvs([p]) for p in sorted((run / "judges").glob("*.csv"))},
+        "finetune": finetune_analysis.load_runs(results),  # score runs with finetune.json
     }
 
 

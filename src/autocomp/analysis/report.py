@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.analysis import agreement
+from autocomp.analysis import finetune as finetune_analysis
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.html import render_html
 from autocomp.analysis.latex import to_latex
@@ -128,6 +129,8 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         "confusion_taxonomy": analysis.confusion_taxonomy(pred, bench, kinds["attribute"]),
         "caption_diversity": analysis.caption_diversity(bench),
     }
+    if data.get("finetune"):
+        tables.update(finetune_analysis.finetune_tables(data["finetune"], seed))
     if data["survival"] is not None:
         tables["survival"] = data["survival"]
     if data["concepts"] is not None:

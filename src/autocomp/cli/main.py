@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from autocomp import __version__
-from autocomp.cli import audit, generation, pipelines, protocol, report, scoring
+from autocomp.cli import audit, finetune, generation, pipelines, protocol, report, scoring
 from autocomp.errors import UsageError
 
-GROUPS = (protocol, generation, scoring, pipelines, report, audit)
+GROUPS = (protocol, generation, scoring, pipelines, report, audit, finetune)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,7 @@ from autocomp.errors import UsageError
 DISPLAY_NAMES = {
     "generate_benchmark": "autocomp-generate-benchmark",
     "evaluate_models": "autocomp-evaluate-models",
+    "finetune_models": "autocomp-finetune-models",
 }
 
 

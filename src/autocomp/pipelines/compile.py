@@ -7,6 +7,7 @@ from pathlib import Path
 PIPELINES = {
     "generate_benchmark": "autocomp.pipelines.generate_benchmark:generate_benchmark",
     "evaluate_models": "autocomp.pipelines.evaluate_models:evaluate_models",
+    "finetune_models": "autocomp.pipelines.finetune_models:finetune_models",
 }
 
 

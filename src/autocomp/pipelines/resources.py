@@ -23,6 +23,11 @@ STEPS: dict[str, dict[str, Any]] = {
     "score": {"cpu": "8", "memory": "64G", "cache": False, "retries": 3, "store": True},
     "collect_scores": {"cpu": "2", "memory": "4G", "cache": False},
     "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
+    "finetune_split": {"cpu": "2", "memory": "8G", "cache": True},
+    "finetune_plan": {"cpu": "1", "memory": "1G", "cache": False},
+    "finetune_train": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 2},
+    "finetune_score": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3},
+    "finetune_report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
 }
 DEFAULT_STORE = "s3://autocomp/runs"  # the pipelines' store parameter default
 SECRET = "autocomp-s3"

@@ -1,0 +1,165 @@
+"""The fine-tuning verbs: finetune (train one checkpoint), finetune-split, finetune-score,
+finetune-report (Table 8), finetune-local (the finetune_models pipeline under kfp.local)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from autocomp.finetune.config import profile
+
+    changes = {k: v for k, v in (("k", args.k), ("steps", args.steps)) if v is not None}
+    return profile(args.profile).replace(**changes)
+
+
+def _split(args: argparse.Namespace) -> None:
+    from autocomp.finetune.split import SPLITS, read_split
+    from autocomp.finetune.stage import split
+
+    paths = split(args.benchmark, args.out, _config(args), args.split_seed)
+    mapping = read_split(paths["split"])
+    counts = ", ".join(f"{s} {sum(v == s for v in mapping.values())}" for s in SPLITS)
+    print(f"concepts: {counts}; split and evaluation benchmark in {args.out}")
+
+
+def _train(args: argparse.Namespace) -> None:
+    from autocomp.finetune.stage import split, train
+    from autocomp.progress import row_progress
+
+    config = _config(args)
+    split_file = args.split
+    if split_file is None:
+        split_file = split(args.benchmark, Path(args.out) / "split", config, args.split_seed)[
+            "split"
+        ]
+    with row_progress(f"finetune {args.model} ({args.negatives})", config.steps) as advance:
+        result = train(
+            args.model,
+            args.benchmark,
+            split_file,
+            args.negatives,
+            args.seed,
+            args.out,
+            config,
+            images_root=args.images,
+            device=args.device,
+            progress=advance,
+        )
+    print(
+        f"{result.entry}: {result.steps} steps ({result.steps_per_second:.2f} steps/s), best "
+        f"validation Confusion accuracy {100 * result.best_confusion:.1f} % at step "
+        f"{result.best_step}{' (stopped early)' if result.stopped_early else ''}"
+    )
+    print(
+        f"checkpoint, curve.csv/svg and registry.yaml in {args.out}; score it with "
+        f"`autocomp finetune-score --model {args.out}` or "
+        f"`AUTOCOMP_MODEL_REGISTRY={Path(args.out) / 'registry.yaml'} autocomp score "
+        f"--model {result.entry}`"
+    )
+
+
+def _score(args: argparse.Namespace) -> None:
+    from autocomp.finetune.stage import score_checkpoint
+    from autocomp.progress import row_progress
+    from autocomp.store.tables import open_parquet
+
+    total = open_parquet(args.benchmark).metadata.num_rows
+    with row_progress(f"score {args.model}", total) as advance:
+        score_checkpoint(args.model, args.benchmark, args.out, args.images, args.device, advance)
+    print(f"scores, predictions and summary in {args.out}")
+
+
+def _report(args: argparse.Namespace) -> None:
+    from autocomp.analysis.finetune import write_report
+    from autocomp.cli.table import format_table
+
+    paths = write_report(args.runs, args.out, args.checkpoints or [], args.seed)
+    if args.benchmark:
+        from autocomp.analysis.finetune import full_report
+
+        print(f"whole report: {full_report(args.runs, args.benchmark, args.out, args.seed)}")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(paths["table8"])
+    rows = [
+        [
+            r["model"],
+            r["family"],
+            str(r["n"]),
+            r["condition"],
+            str(r["seeds"]),
+            f"{100 * r['delta_c']:+.1f}",
+            f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]",
+        ]
+        for r in table.to_pylist()
+    ]
+    print(format_table(["model", "family", "N", "condition", "seeds", "dC %", "95 % CI"], rows))
+    print(f"Table 8 and deltas (Parquet, CSV) and report.html in {args.out}")
+
+
+def _local(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.finetune_models import run_local
+
+    done = run_local(args.out, profile=args.profile, models=args.model or None)
+    print(f"fine-tuning report: {done['report']}")
+
+
+def add_parsers(verbs: Any) -> None:
+    """Register the fine-tuning verbs on the CLI's sub-parsers."""
+    from autocomp.finetune.config import NEGATIVE_KINDS, PROFILES
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--profile",
+            default="paper",
+            choices=list(PROFILES),
+            help="settings: paper (A.9) or tiny (a few CPU steps); default paper",
+        )
+        p.add_argument("--k", type=int, default=None, help="hard negatives per positive")
+        p.add_argument("--steps", type=int, default=None, help="override the profile's steps")
+        p.add_argument("--split-seed", type=int, default=0, help="seed of the concept split")
+
+    p = verbs.add_parser("finetune", help="fine-tune a contrastive model with hard negatives")
+    p.add_argument("--model", required=True, help="registered open_clip model")
+    p.add_argument("--benchmark", required=True, help="benchmark table with images")
+    p.add_argument("--negatives", required=True, choices=list(NEGATIVE_KINDS))
+    p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    p.add_argument("--out", required=True, help="checkpoint folder (resumable)")
+    p.add_argument("--split", default=None, help="split table (default: made in OUT/split)")
+    p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
+    common(p)
+    p.set_defaults(run=_train)
+
+    p = verbs.add_parser("finetune-split", help="concept-disjoint train/validation/held-out split")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--out", required=True, help="folder for split.parquet, evaluation.parquet")
+    common(p)
+    p.set_defaults(run=_split)
+
+    p = verbs.add_parser("finetune-score", help="score a checkpoint folder or registered model")
+    p.add_argument("--model", required=True, help="checkpoint folder or registered model name")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--images", default=None)
+    p.add_argument("--device", default=None)
+    p.set_defaults(run=_score)
+
+    p = verbs.add_parser("finetune-report", help="Table 8 from fine-tuning score runs")
+    p.add_argument("--runs", nargs="+", required=True, help="finetune-score output folders")
+    p.add_argument("--checkpoints", nargs="*", help="checkpoint folders (training curves)")
+    p.add_argument(
+        "--benchmark", default=None, help="the runs' evaluation benchmark: adds the whole report"
+    )
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.set_defaults(run=_report)
+
+    p = verbs.add_parser("finetune-local", help="the finetune_models pipeline under kfp.local")
+    p.add_argument("--out", default="runs/finetune", help="output folder")
+    p.add_argument("--profile", default="tiny", choices=list(PROFILES))
+    p.add_argument("--model", action="append", help="model to fine-tune (repeatable)")
+    p.set_defaults(run=_local)

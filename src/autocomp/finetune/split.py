@@ -1,0 +1,139 @@
+"""A seeded, concept-disjoint partition of a benchmark for fine-tuning (paper A.9).
+
+The source concepts of one (family, N, condition) -- Color N=2 Minimal in the paper -- are
+shuffled with the seed and cut into held-out (20 %), validation (10 % of the rest) and train.
+The split table lists every source concept with its split; a concept is in exactly one split.
+`evaluation_rows` keeps every benchmark row whose concept was not trained or validated on (the
+held-out concepts in every condition, and all other families / N), which is what is scored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from autocomp.errors import UsageError
+from autocomp.finetune.config import FinetuneConfig
+from autocomp.store.tables import (
+    StreamWriter,
+    open_parquet,
+    provenance,
+    read_metadata,
+    write_table,
+)
+
+SPLITS = ("train", "validation", "heldout")
+SPLIT_SCHEMA = pa.schema([("concept_id", pa.string()), ("split", pa.string())])
+
+
+def concept_id(row: dict[str, Any]) -> str:
+    """The concept of a benchmark row (a concept's Minimal and Contextual rows share it)."""
+    if row.get("concept_id"):
+        return str(row["concept_id"])
+    sample = str(row.get("sample_id") or "")
+    return sample.rsplit("/", 1)[0] if "/" in sample else sample
+
+
+def is_source(row: dict[str, Any], config: FinetuneConfig) -> bool:
+    """Whether a row belongs to the training partition's (family, N, condition)."""
+    condition = row.get("condition") or "minimal"
+    return (
+        row["family"] == config.family
+        and int(row["n"]) == config.n
+        and (condition == config.condition)
+    )
+
+
+def partition(concepts: list[str], config: FinetuneConfig, seed: int) -> dict[str, str]:
+    """concept -> split. Deterministic in (the set of concepts, fractions, seed)."""
+    import numpy as np
+
+    ordered = sorted(set(concepts))
+    if len(ordered) < 3:
+        raise UsageError(
+            "--benchmark",
+            f"{len(ordered)} concept(s) of {config.family} N={config.n} {config.condition}",
+            "a split needs at least 3 source concepts (train, validation, held-out)",
+        )
+    order = np.random.default_rng(seed).permutation(len(ordered))
+    shuffled = [ordered[i] for i in order]
+    heldout = max(1, round(config.heldout_fraction * len(shuffled)))
+    rest = len(shuffled) - heldout
+    validation = min(rest - 1, max(1, round(config.validation_fraction * rest)))
+    names = ["heldout"] * heldout + ["validation"] * validation
+    names += ["train"] * (len(shuffled) - len(names))
+    return dict(zip(shuffled, names))
+
+
+def split_stage(
+    benchmark: str | Path, out: str | Path, config: FinetuneConfig, seed: int = 0
+) -> pa.Table:
+    """Write the split table (concept_id, split) of `benchmark` to `out`; return it."""
+    source = open_parquet(benchmark)
+    columns = [
+        c
+        for c in ("concept_id", "sample_id", "family", "n", "condition")
+        if c in source.schema_arrow.names
+    ]
+    rows = source.read(columns=columns).to_pylist()
+    concepts = [concept_id(r) for r in rows if is_source(r, config)]
+    mapping = partition(concepts, config, seed)
+    table = pa.Table.from_pylist(
+        [{"concept_id": c, "split": s} for c, s in sorted(mapping.items())], SPLIT_SCHEMA
+    )
+    counts = {name: sum(1 for s in mapping.values() if s == name) for name in SPLITS}
+    document = provenance(
+        "finetune_split",
+        seed=seed,
+        config=config.record(),
+        counts=counts,
+        benchmark=str(benchmark),
+        benchmark_metadata=read_metadata(benchmark),
+    )
+    write_table(table, out, document)
+    return table
+
+
+def read_split(path: str | Path) -> dict[str, str]:
+    table = pq.read_table(path)
+    if table.schema.names[:2] != ["concept_id", "split"]:
+        raise UsageError("--split", str(path), "is not a split table (autocomp finetune split)")
+    return dict(zip(table["concept_id"].to_pylist(), table["split"].to_pylist()))
+
+
+def rows_of(
+    benchmark: str | Path, split: dict[str, str], name: str, config: FinetuneConfig
+) -> list[dict]:
+    """The source rows (family, N, condition of the config) whose concept is in split `name`,
+    read batch by batch (a paper-scale table with embedded images never sits in memory whole;
+    the kept rows hold their images still encoded)."""
+    rows = []
+    for batch in open_parquet(benchmark).iter_batches(batch_size=256):
+        rows += [
+            r
+            for r in batch.to_pylist()
+            if is_source(r, config) and split.get(concept_id(r)) == name
+        ]
+    return rows
+
+
+def evaluation_table(benchmark: str | Path, split: dict[str, str], out: str | Path) -> int:
+    """Write every row of `benchmark` except those of training and validation concepts, batch
+    by batch; return the number of rows written."""
+    source = open_parquet(benchmark)
+    id_columns = [c for c in ("concept_id", "sample_id") if c in source.schema_arrow.names]
+    document = dict(read_metadata(benchmark))
+    document.update(provenance("benchmark", finetune_evaluation=True, heldout_of=str(benchmark)))
+    kept = 0
+    with StreamWriter(out, source.schema_arrow.remove_metadata(), document) as writer:
+        for batch in source.iter_batches(batch_size=256):
+            ids = [concept_id(r) for r in batch.select(id_columns).to_pylist()]
+            keep = pa.array([split.get(c, "heldout") == "heldout" for c in ids])
+            chosen = batch.filter(keep)
+            kept += chosen.num_rows
+            if chosen.num_rows:
+                writer.write(chosen)
+    return kept

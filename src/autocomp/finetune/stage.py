@@ -1,0 +1,131 @@
+"""Stage functions of fine-tuning (called by the CLI and the pipeline components).
+
+- `split`: benchmark -> split table (concept -> train / validation / heldout) and the
+  evaluation benchmark (every row not trained or validated on).
+- `train`: benchmark + split -> one fine-tuned checkpoint folder (see autocomp.finetune.train).
+- `score_checkpoint`: a checkpoint folder (or a registered name) x benchmark -> a score run,
+  through the unchanged contrastive scorer, marked with finetune.json (base model, negatives
+  kind or "pretrained", seed) for the Table 8 analysis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from autocomp.errors import UsageError
+from autocomp.finetune import split as split_mod
+from autocomp.finetune.checkpoint import finetuned_entry
+from autocomp.finetune.config import FinetuneConfig, negative_kind
+from autocomp.finetune.sampler import check_attribute_family
+from autocomp.finetune.train import TrainResult, finetune
+from autocomp.scoring.registry import ModelEntry
+from autocomp.store.storage import file_sha256
+
+
+def split(
+    benchmark: str | Path, out: str | Path, config: FinetuneConfig, seed: int = 0
+) -> dict[str, Path]:
+    """out/split.parquet and out/evaluation.parquet."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    split_mod.split_stage(benchmark, out / "split.parquet", config, seed)
+    mapping = split_mod.read_split(out / "split.parquet")
+    split_mod.evaluation_table(benchmark, mapping, out / "evaluation.parquet")
+    return {"split": out / "split.parquet", "evaluation": out / "evaluation.parquet"}
+
+
+def train(
+    model: str,
+    benchmark: str | Path,
+    split_file: str | Path,
+    kind: str,
+    seed: int,
+    out: str | Path,
+    config: FinetuneConfig,
+    images_root: str | Path | None = None,
+    device: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> TrainResult:
+    from autocomp.scoring.registry import get_model
+
+    negative_kind(kind)
+    if kind == "confusion":
+        check_attribute_family(config.family)
+    base = get_model(model)
+    mapping = split_mod.read_split(split_file)
+    train_rows = split_mod.rows_of(benchmark, mapping, "train", config)
+    val_rows = split_mod.rows_of(benchmark, mapping, "validation", config)
+    data = {  # content, not paths: a resumed run may see the same files elsewhere
+        "benchmark_sha": file_sha256(Path(benchmark)),
+        "split_sha": file_sha256(Path(split_file)),
+    }
+    return finetune(
+        base, train_rows, val_rows, kind, config, seed, out, images_root, device, data, progress
+    )
+
+
+def resolve_entry(model: str | Path) -> ModelEntry:
+    """A registered model name, or the folder of a fine-tuned checkpoint."""
+    from autocomp.scoring.registry import get_model
+
+    if Path(model).is_dir():
+        return finetuned_entry(model)
+    return get_model(str(model))
+
+
+def score_checkpoint(
+    model: str | Path,
+    benchmark: str | Path,
+    out: str | Path,
+    images_root: str | Path | None = None,
+    device: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Path:
+    """Score a model (name or checkpoint folder) on a benchmark with the contrastive scorer."""
+    import json
+
+    from autocomp.config import ScoreConfig
+    from autocomp.scoring.registry import backend_class
+    from autocomp.scoring.stage import score_stage
+
+    entry = resolve_entry(model)
+    out = Path(out)
+    score_stage(
+        entry,
+        benchmark,
+        out,
+        lambda: backend_class(entry)(entry, device=device),
+        ScoreConfig(images=str(images_root) if images_root else None, device=device),
+        progress=progress,
+    )
+    meta = {"base_model": entry.name, "negatives": "pretrained", "seed": None}
+    if Path(model).is_dir():
+        run = json.loads((Path(model) / "run.json").read_text())
+        meta = {k: run[k] for k in ("base_model", "negatives", "seed")}
+    (out / "finetune.json").write_text(json.dumps({**meta, "entry": entry.name}))
+    return out
+
+
+RUN_SEPARATOR = "|"
+
+
+def plan_runs(models: list[str], negatives: list[str], seeds: list[int]) -> list[str]:
+    """One training run per model x negative kind x seed, as "model|kind|seed" (the items of the
+    pipeline's fan-out); unknown or non-open_clip models and kinds fail here, before training."""
+    from autocomp.scoring.registry import get_model
+
+    for model in models:
+        if get_model(model).backend != "open_clip":
+            raise UsageError("models", model, "fine-tuning supports open_clip models only")
+    for kind in negatives:
+        negative_kind(kind)
+    if not models or not negatives or not seeds:
+        raise UsageError("models/negatives/seeds", [models, negatives, seeds], "none may be empty")
+    seeds = [int(s) for s in seeds]  # KFP passes list items through JSON: 0 may arrive as 0.0
+    return [RUN_SEPARATOR.join([m, k, str(s)]) for m in models for k in negatives for s in seeds]
+
+
+def parse_run(run: str) -> tuple[str, str, int]:
+    model, kind, seed = run.split(RUN_SEPARATOR)
+    return model, negative_kind(kind), int(seed)
