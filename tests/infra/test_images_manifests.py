@@ -1,8 +1,10 @@
-"""Dockerfiles through hadolint, `make images` as a dry run, manifests through
-kubernetes-validate (no Docker engine or cluster here)."""
+"""The Dockerfile through hadolint and the house rules, `make images` as a dry run, manifests
+through kubernetes-validate (no Docker engine or cluster here; .ci/images builds for real)."""
 
 from __future__ import annotations
 
+import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autocomp.pipelines.components import IMAGE_KINDS, image
+from autocomp import __version__
+from autocomp.pipelines.components import DEFAULT_REGISTRY, IMAGE_KINDS, image_tag
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-DOCKERFILES = sorted((ROOT / "images").glob("*/Dockerfile"))
+DOCKERFILE = ROOT / "images" / "Dockerfile"
+EXTRAS = runpy.run_path(str(ROOT / "images" / "imagetool.py"))["EXTRAS"]
 MANIFESTS = sorted(
     p for p in (ROOT / "manifests").rglob("*.yaml") if p.name != "kustomization.yaml"
 )
@@ -22,19 +26,29 @@ MANIFESTS = sorted(
 pytestmark = pytest.mark.infra
 
 
-def test_every_image_kind_has_a_dockerfile():
-    assert sorted(p.parent.name for p in DOCKERFILES) == sorted(IMAGE_KINDS)
+def test_one_dockerfile_builds_every_image_from_its_own_pins():
+    assert sorted(EXTRAS) == sorted(IMAGE_KINDS)
+    for kind in IMAGE_KINDS:
+        pins = (ROOT / "images" / "constraints" / f"{kind}.txt").read_text().splitlines()
+        assert len([p for p in pins if "==" in p]) > 20, kind
+    assert not list((ROOT / "images").glob("*/Dockerfile"))  # the images share one
 
 
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
-def test_dockerfiles_pass_hadolint_and_the_house_rules(dockerfile):
-    done = subprocess.run([BIN / "hadolint", "--failure-threshold", "warning", str(dockerfile)],
+def test_dockerfile_passes_hadolint_and_the_house_rules():
+    done = subprocess.run([BIN / "hadolint", "--failure-threshold", "warning", str(DOCKERFILE)],
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    text = dockerfile.read_text()
-    assert text.count("ARG BASE_IMAGE=") == 1 and "FROM ${BASE_IMAGE}" in text
-    assert "USER 1000" in text  # non-root
-    assert "--constraint constraints.txt" in text  # pinned dependencies
+    text = DOCKERFILE.read_text()
+    build, final = text.split("\nFROM ${BASE_IMAGE}\n")  # two stages, one base
+    assert text.count("ARG BASE_IMAGE=") == 1 and "FROM ${BASE_IMAGE} AS build" in build
+    assert "PIP_CONSTRAINT=/src/constraints.txt" in build  # pinned, build requirements too
+    assert "--mount=type=secret,id=pip.conf" in build  # the host's pip settings, never baked in
+    assert "pip uninstall --yes --quiet pip" in build  # no installer left in the venv
+    # the final stage: the venv alone, non-root, a writable HF_HOME; no pip, no sources
+    assert "COPY --from=build /opt/venv /opt/venv" in final and "USER 1000" in final
+    assert "pip install" not in final and "COPY src" not in final
+    assert "HF_HOME=/var/cache/autocomp/huggingface" in final
+    assert "install -d -o 1000 -g 1000 /var/cache/autocomp" in final
 
 
 def test_hadolint_is_not_vacuous(tmp_path):
@@ -45,15 +59,25 @@ def test_hadolint_is_not_vacuous(tmp_path):
     assert done.returncode != 0 and "DL3013" in done.stdout
 
 
-def test_make_images_dry_run_uses_the_components_tags():
+def test_make_images_dry_run_uses_the_components_tags_and_installs_nothing():
+    env = {**os.environ, "AUTOCOMP_IMAGE_LOCK": "/dev/null"}
     done = subprocess.run(["make", "-s", "images", "push", "DRY_RUN=1", "BUILDER=buildah"],
-                          cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+                          cwd=ROOT, capture_output=True, text=True, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     for kind in IMAGE_KINDS:
-        assert any(f"-f images/{kind}/Dockerfile -t {image(kind)} ." in line
-                   and line.startswith("buildah bud --isolation chroot") for line in lines)  # fmt: skip
-        assert f"buildah push {image(kind)}" in lines
+        tag = f"{DEFAULT_REGISTRY}/autocomp-{kind}:{image_tag()}"
+        (build,) = [line for line in lines if f" -t {tag} ." in line]
+        assert build.startswith("buildah --storage-driver vfs bud --isolation chroot")
+        assert f"--build-arg EXTRAS={EXTRAS[kind]} " in build
+        assert f"--build-arg CONSTRAINTS=images/constraints/{kind}.txt " in build
+        assert "--secret=id=pip.conf," in build and "--secret=id=ca.pem," in build
+        assert f"buildah --storage-driver vfs push {tag}" in lines
+    # `make -n` lists every command make would run: no venv, no pip install
+    planned = subprocess.run(["make", "-n", "images", "DRY_RUN=1", "BUILDER=buildah"],
+                             cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    assert planned.returncode == 0 and "pip install" not in planned.stdout
+    assert " venv" not in planned.stdout
 
 
 def test_manifests_validate_against_the_kubernetes_schema():
@@ -86,6 +110,7 @@ def test_kustomizations_name_existing_files_and_the_secret_is_a_template():
 def test_recurring_run_uses_the_core_image_of_this_version():
     cron = yaml.safe_load((ROOT / "manifests/base/recurring-run.yaml").read_text())
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["containers"][0]["image"] == image("core")
+    name, tag = pod["containers"][0]["image"].split(":")
+    assert name == f"{DEFAULT_REGISTRY}/autocomp-core" and tag.startswith(__version__)
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["serviceAccountName"] == "autocomp-submitter"

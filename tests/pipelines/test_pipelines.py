@@ -90,12 +90,12 @@ def test_store_steps_get_credentials_from_the_secret_only(compiled):
 
 
 def test_images_carry_the_package_version(compiled):
+    from autocomp.pipelines.components import image, image_tag
+
     spec, _ = _docs(compiled / "generate_benchmark.yaml")
     images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
-    assert images == {
-        f"ghcr.io/autocomp/autocomp-{k}:{__version__}"
-        for k in ("core", "caption", "generate", "eval")
-    }
+    assert image_tag().startswith(__version__)  # + commit; the lock's digests: tests/infra
+    assert images == {image(k) for k in ("core", "caption", "gpu")}
 
 
 def test_evaluation_fans_out_per_gpu_count(compiled):

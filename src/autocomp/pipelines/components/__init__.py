@@ -1,21 +1,83 @@
 """KFP lightweight components: one per stage, each a thin wrapper around one autocomp stage
-function (no logic here). Images are named by `image(kind)`: the registry comes from
-AUTOCOMP_IMAGE_REGISTRY at compile time, the tag is the package version (images/ and the Makefile
-use the same rule)."""
+function (no logic here). Images are named by `image(kind)`, the rule `make images` and
+`make push` use too:
+- name: $AUTOCOMP_IMAGE_REGISTRY/autocomp-<kind>;
+- tag: the package version plus the git commit (`0.1.0-<commit>`, `-dirty` when the files that go
+  into an image differ from that commit); inside an image the commit comes from the image itself
+  ($AUTOCOMP_GIT_COMMIT, set at build time);
+- digest: where `make push` wrote images/lock.json (or $AUTOCOMP_IMAGE_LOCK names one), the
+  compiled pipelines name each image by the digest that was pushed, never by a mutable tag."""
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import subprocess
+import warnings
+from pathlib import Path
 
 from autocomp import __version__
 
-IMAGE_KINDS = ("core", "generate", "caption", "eval")
+IMAGE_KINDS = ("core", "gpu", "caption")  # images/imagetool.py: the extras of each
 DEFAULT_REGISTRY = "ghcr.io/autocomp"
+CHECKOUT = Path(__file__).resolve().parents[4]  # the repository root, when run from a checkout
+# What goes into an image (images/Dockerfile's COPY lines, the Dockerfile, the pins).
+IMAGE_SOURCES = ("src", "pyproject.toml", "README.md", "images", ":(exclude)images/lock.json")
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """The commit the images are built from: $AUTOCOMP_GIT_COMMIT, else the checkout's HEAD
+    (12 hex digits, `-dirty` if the image sources differ from it); None outside a checkout."""
+    if os.environ.get("AUTOCOMP_GIT_COMMIT"):
+        return os.environ["AUTOCOMP_GIT_COMMIT"]
+    if not (CHECKOUT / ".git").exists() or not (CHECKOUT / "pyproject.toml").is_file():
+        return None
+    git = ["git", "-C", str(CHECKOUT)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        diff = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", *IMAGE_SOURCES])
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head}-dirty" if diff.returncode else head
+
+
+def image_tag() -> str:
+    commit = git_commit()
+    return f"{__version__}-{commit}" if commit else __version__
+
+
+@functools.cache
+def image_lock() -> dict[str, dict[str, str]]:
+    """images/lock.json (kind -> image and digest) as `make push` wrote it; {} with a warning
+    when there is none."""
+    path = Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or CHECKOUT / "images" / "lock.json")
+    if not path.is_file():
+        warnings.warn(
+            f"no image lock at {path}: the pipelines name their images by tag; "
+            "`make images push` writes the lock, then compile names them by digest",
+            stacklevel=3,
+        )
+        return {}
+    return json.loads(path.read_text())
 
 
 def image(kind: str) -> str:
-    """The container image of one kind, tagged with the package version."""
+    """The container image of one kind: by digest where the lock has it, else by tag."""
     if kind not in IMAGE_KINDS:
         raise ValueError(f"unknown image kind {kind!r}; one of {IMAGE_KINDS}")
     registry = os.environ.get("AUTOCOMP_IMAGE_REGISTRY", DEFAULT_REGISTRY).rstrip("/")
-    return f"{registry}/autocomp-{kind}:{__version__}"
+    reference = f"{registry}/autocomp-{kind}:{image_tag()}"
+    locked = image_lock().get(kind)
+    if locked is None:
+        return reference
+    if locked["image"] != reference:
+        warnings.warn(
+            f"images/lock.json pins {locked['image']}, this checkout would build {reference}: "
+            "the pipelines use the locked image (`make images push` refreshes the lock)",
+            stacklevel=2,
+        )
+    return f"{locked['image']}@{locked['digest']}"

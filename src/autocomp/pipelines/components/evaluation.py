@@ -31,7 +31,7 @@ def select_models(requested: List[str], gpus: int) -> List[str]:  # noqa: UP006
     return models_for(requested, gpus)
 
 
-@dsl.component(base_image=image("eval"), install_kfp_package=False)
+@dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def score(
     benchmark: Input[Dataset], model: str, store: str, name: str, scores: Output[Dataset]
 ) -> None:

@@ -50,7 +50,7 @@ def shard_plan(num_shards: int) -> List[int]:  # noqa: UP006
     return check_shard_args(None, num_shards)
 
 
-@dsl.component(base_image=image("generate"), install_kfp_package=False)
+@dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def render(
     captions: Input[Dataset],
     renderer: str,
@@ -74,7 +74,7 @@ def render(
     render_stage(captions.path, images.path, config, shard)
 
 
-@dsl.component(base_image=image("eval"), install_kfp_package=False)
+@dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def validate(
     images: Input[Dataset],
     detector: str,

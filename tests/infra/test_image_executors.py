@@ -1,0 +1,160 @@
+"""The built core image runs the compiled pipeline's executors as the KFP launcher would.
+
+Opt-in: AUTOCOMP_TEST_IMAGE names a core image built by `make images` in buildah's store
+(.ci/images builds one and sets it); without it these tests skip. Inside the image, as uid 1000:
+`autocomp --version`, then the compiled `sample` and `negatives` executors, each with its
+`command`/`args` from the compiled YAML and a generated `--executor_input` (artifact URIs under
+minio://, which kfp maps to /minio/..., mounted from a host folder). Their tables must equal what
+the same stage functions write here, in the tested environment."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from autocomp import __version__
+
+IMAGE = os.environ.get("AUTOCOMP_TEST_IMAGE", "")
+BUILDAH = ["buildah", "--storage-driver", os.environ.get("STORAGE_DRIVER", "vfs")]
+RUN_ROOT = "minio://mlpipeline/v2/artifacts/autocomp-generate-benchmark/ci-run"
+OUTPUT_FILE = "/tmp/kfp_outputs/output_metadata.json"  # where the launcher asks for it
+SUBMITTED = {"count": 12, "name": "ci"}  # run parameters; the rest are the compiled defaults
+
+pytestmark = [
+    pytest.mark.infra,
+    pytest.mark.skipif(not IMAGE, reason="AUTOCOMP_TEST_IMAGE names no built image (.ci/images)"),
+]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    from autocomp.pipelines.compile import compile_all
+
+    path = compile_all(tmp_path_factory.mktemp("dist"))["generate_benchmark"]
+    return next(yaml.safe_load_all(path.read_text()))  # the pipeline spec; platform spec follows
+
+
+@pytest.fixture(scope="module")
+def container():
+    name = subprocess.run([*BUILDAH, "from", "--pull-never", IMAGE],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    yield name
+    subprocess.run([*BUILDAH, "rm", name], capture_output=True, check=True)
+
+
+@pytest.fixture(scope="module")
+def volume(tmp_path_factory):
+    """Host folders mounted at /minio (artifacts) and /tmp/kfp_outputs, writable by uid 1000."""
+    root = tmp_path_factory.mktemp("volume")
+    for folder in (root / "minio", root / "outputs"):
+        folder.mkdir()
+        folder.chmod(0o777)
+    return root
+
+
+def run_in_image(container: str, volume: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    mounts = [
+        f"--volume={volume / 'minio'}:/minio",
+        f"--volume={volume / 'outputs'}:/tmp/kfp_outputs",
+    ]
+    return subprocess.run([*BUILDAH, "run", "--isolation", "chroot", "--user", "1000:1000", *mounts, container, "--", *argv],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def artifact(name: str, schema: dict, uri: str) -> dict:
+    return {"artifacts": [{"name": name, "type": schema, "uri": uri, "metadata": {}}]}
+
+
+def executor_input(spec: dict, task: str, artifacts: dict[str, str]) -> dict:
+    """What the launcher hands a task: its parameters resolved from the run's parameters and the
+    pipeline's defaults, its input artifacts and an output URI per output artifact."""
+    root = spec["root"]["inputDefinitions"]["parameters"]
+    wiring = spec["root"]["dag"]["tasks"][task]["inputs"]
+    component = spec["components"][f"comp-{task}"]
+    values = {}
+    for name, source in wiring.get("parameters", {}).items():
+        pipeline_input = source["componentInputParameter"]
+        value = SUBMITTED.get(pipeline_input, root[pipeline_input].get("defaultValue"))
+        kind = component["inputDefinitions"]["parameters"][name]["parameterType"]
+        values[name] = int(value) if kind == "NUMBER_INTEGER" else value
+    inputs = {name: artifact(name, d["artifactType"], artifacts[name])
+              for name, d in component["inputDefinitions"].get("artifacts", {}).items()}  # fmt: skip
+    outputs = {name: artifact(name, d["artifactType"], f"{RUN_ROOT}/{task}/{name}")
+               for name, d in component["outputDefinitions"]["artifacts"].items()}  # fmt: skip
+    return {
+        "inputs": {"parameterValues": values, "artifacts": inputs},
+        "outputs": {"artifacts": outputs, "outputFile": OUTPUT_FILE},
+    }
+
+
+def launch(spec: dict, task: str, container: str, volume: Path, artifacts: dict[str, str]) -> dict:
+    """Run one executor exactly as compiled ("{{$}}" replaced by the executor input); return the
+    executor input it was given."""
+    executor = spec["components"][f"comp-{task}"]["executorLabel"]
+    command = spec["deploymentSpec"]["executors"][executor]["container"]
+    given = executor_input(spec, task, artifacts)
+    argv = command["command"] + [json.dumps(given) if a == "{{$}}" else a for a in command["args"]]
+    done = run_in_image(container, volume, argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+    metadata = json.loads((volume / "outputs" / "output_metadata.json").read_text())
+    assert set(metadata["artifacts"]) == set(given["outputs"]["artifacts"])
+    return given
+
+
+def host_path(volume: Path, uri: str) -> Path:
+    return volume / "minio" / uri.removeprefix("minio://")
+
+
+def test_the_image_runs_as_uid_1000_without_build_tools(container, volume):
+    done = run_in_image(container, volume, ["sh", "-c", 'id -u; autocomp --version; test -w "$HF_HOME" && echo writable'])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    uid, version, writable = (
+        done.stdout.split()[0],
+        done.stdout.split("\n")[1],
+        done.stdout.split()[-1],
+    )
+    assert uid == "1000" and __version__ in version and writable == "writable"
+    for tool in (["python3", "-m", "pip", "--version"], ["gcc", "--version"]):
+        assert run_in_image(container, volume, tool).returncode != 0, tool
+
+
+def test_compiled_sample_and_negatives_run_in_the_image(compiled, container, volume, tmp_path):
+    from autocomp.config import NegativesConfig, SampleConfig
+    from autocomp.protocol.stages import negatives_stage, reuse_or_sample
+
+    given = launch(compiled, "sample", container, volume, {})
+    params = given["inputs"]["parameterValues"]
+    assert params["count"] == SUBMITTED["count"] and params["specs"]  # the compiled default specs
+    concepts_dir = host_path(
+        volume, given["outputs"]["artifacts"]["concepts"]["artifacts"][0]["uri"]
+    )
+    concepts = concepts_dir / "concepts.parquet"
+    assert concepts.stat().st_uid == 1000  # written by the non-root user
+    expected = tmp_path / "concepts.parquet"
+    config = SampleConfig(specs=params["specs"], count=params["count"], seed=params["seed"])
+    reuse_or_sample(config, params["store"], params["reuse"], str(expected))
+    assert pq.read_table(concepts).equals(pq.read_table(expected))
+    assert pq.read_table(concepts).num_rows == params["count"] * len(params["specs"].split(","))
+
+    # negatives reads curate's folder; a concepts table is a legal input of the stage, so the
+    # sample output stands in for the GPU-made curated table.
+    curated_uri = f"{RUN_ROOT}/curate/curated"
+    host_path(volume, curated_uri).mkdir(parents=True)
+    shutil.copy(concepts, host_path(volume, curated_uri) / "curated.parquet")
+    given = launch(compiled, "negatives", container, volume, {"curated": curated_uri})
+    out = host_path(volume, given["outputs"]["artifacts"]["benchmark"]["artifacts"][0]["uri"])
+    benchmark = pq.read_table(out / "benchmark.parquet")
+    protocol = given["inputs"]["parameterValues"]["protocol"]
+    negatives_stage(concepts, tmp_path / "benchmark.parquet", NegativesConfig(protocol=protocol))
+    assert benchmark.equals(pq.read_table(tmp_path / "benchmark.parquet"))
+    rows = benchmark.select(["n", "swap_negatives"]).to_pylist()
+    assert len(rows) == pq.read_table(concepts).num_rows
+    assert all(len(r["swap_negatives"]) == math.factorial(r["n"]) - 1 for r in rows)
