@@ -63,7 +63,8 @@ def test_compile_works_outside_the_checkout(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
-        "evaluate_models.yaml",
-        "generate_benchmark.yaml",
-    ]
+    from autocomp.pipelines.compile import PIPELINES
+
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == sorted(
+        f"{name}.yaml" for name in PIPELINES
+    )

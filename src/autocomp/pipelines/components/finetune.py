@@ -32,7 +32,7 @@ def plan(models: List[str], negatives: List[str], seeds: List[int]) -> List[str]
     return plan_runs(models, negatives, seeds)
 
 
-@dsl.component(base_image=image("eval"), install_kfp_package=False)
+@dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def train(
     benchmark: Input[Dataset],
     splits: Input[Dataset],
@@ -58,7 +58,7 @@ def train(
     )
 
 
-@dsl.component(base_image=image("eval"), install_kfp_package=False)
+@dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def score_finetuned(
     checkpoint: Input[Model], splits: Input[Dataset], scores: Output[Dataset]
 ) -> None:
@@ -69,7 +69,7 @@ def score_finetuned(
     score_checkpoint(checkpoint.path, os.path.join(splits.path, "evaluation.parquet"), scores.path)
 
 
-@dsl.component(base_image=image("eval"), install_kfp_package=False)
+@dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def score_pretrained(model: str, splits: Input[Dataset], scores: Output[Dataset]) -> None:
     import os
 
