@@ -1,6 +1,7 @@
 """generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect ->
 curate -> negatives -> publish (paper Section 3). Parameter defaults are the `paper` profile
-(autocomp.config), the paper's models and settings (A.6)."""
+(autocomp.config), the paper's models and settings (A.6). A run publishes under
+`<name>-<run id>` (plan.published_name): pass that name to evaluate_models."""
 
 from kfp import dsl
 
@@ -11,11 +12,11 @@ from autocomp.pipelines.resources import DEFAULT_STORE, configure
 PAPER = generate_arguments(PROFILES["paper"])
 
 
-def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
-    """The pipeline; retries=False for the local run (kfp.local honours retry policies)."""
+def build(cluster: bool = True):  # noqa: ANN201  (a kfp pipeline)
+    """The pipeline; cluster=False for the local run (see resources.configure)."""
 
-    def step(task, name, gpus=None):  # noqa: ANN001, ANN202
-        return configure(task, name, gpus, retries)
+    def step(task, name):  # noqa: ANN001, ANN202
+        return configure(task, name, cluster=cluster)
 
     @dsl.pipeline(
         name="autocomp-generate-benchmark",
@@ -44,6 +45,7 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
         keep_rejected: bool = PAPER["keep_rejected"],
         protocol: str = PAPER["protocol"],
         num_shards: int = PAPER["num_shards"],
+        unique_name: bool = True,
     ) -> str:
         concepts = step(
             c.sample(specs=specs, count=count, seed=seed, store=store, reuse=reuse_concepts),
@@ -112,6 +114,8 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
                 curated=curated.outputs["curated"],
                 store=store,
                 name=name,
+                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                unique=unique_name,
             ),
             "publish",
         )

@@ -147,10 +147,13 @@ def publish(
     curated: Input[Dataset],
     store: str,
     name: str,
+    run_id: str,
+    unique: bool,
 ) -> str:
     import os
     import tempfile
 
+    from autocomp.pipelines.plan import published_name
     from autocomp.store.publish import publish_stage
 
     return publish_stage(
@@ -158,7 +161,7 @@ def publish(
         images.path,
         tempfile.mkdtemp(prefix="publish-"),
         store,
-        name,
+        published_name(name, run_id, unique),
         os.path.join(concepts.path, "concepts.parquet"),
         os.path.join(curated.path, "survival.parquet"),
     )
