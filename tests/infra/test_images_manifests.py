@@ -81,11 +81,3 @@ def test_kustomizations_name_existing_files_and_the_secret_is_a_template():
     assert set(secret["stringData"].values()) == {""}
     base = yaml.safe_load((ROOT / "manifests/base/kustomization.yaml").read_text())
     assert "secret.template.yaml" not in base["resources"]
-
-
-def test_recurring_run_uses_the_core_image_of_this_version():
-    cron = yaml.safe_load((ROOT / "manifests/base/recurring-run.yaml").read_text())
-    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["containers"][0]["image"] == image("core")
-    assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["serviceAccountName"] == "autocomp-submitter"
