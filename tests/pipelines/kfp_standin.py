@@ -7,7 +7,8 @@ Like the real server, it keeps each uploaded package and refuses a run or recurr
 runtime parameters do not match that version's `root.inputDefinitions` (an unknown name, a value
 of the wrong type, a required parameter missing) with HTTP 400 and grpc-gateway's error body
 (`{"error", "code": 3 (INVALID_ARGUMENT), "message", "details"}`); an unknown pipeline version is
-404 (`code` 5, NOT_FOUND). /healthz reports `tag_name` (the KFP version) and `multi_user`.
+404 (`code` 5, NOT_FOUND). The v2beta1 /healthz answers `multi_user` (and the store kind), the
+v1beta1 one `tag_name` (the KFP version) too, as the real server's do.
 """
 
 from __future__ import annotations
@@ -47,12 +48,13 @@ class KfpStandIn:
     # ------------------------------------------------------------------ routing
 
     def handle(self, method: str, path: str, query: dict, body: dict | None, files: dict) -> tuple:
+        if path == "/apis/v1beta1/healthz" and method == "GET":  # the one v1 call: the version
+            return 200, self._healthz()
         if not path.startswith(API):
             return 404, {"error": f"not the v2beta1 API: {path}"}
         route = path[len(API) :]
         if route == "/healthz" and method == "GET":
-            return 200, {"commit_sha": "0" * 40, "tag_name": self.tag_name,
-                         "multi_user": self.multi_user}  # fmt: skip
+            return 200, {"multi_user": self.multi_user, "pipeline_store": "database"}
         if route == "/pipelines/upload" and method == "POST":
             return self._upload(query, files)
         if route == "/pipelines/upload_version" and method == "POST":
@@ -103,6 +105,9 @@ class KfpStandIn:
             self.runs.append(run)
             return 200, run
         return 404, {"error": f"no route {method} {route}"}
+
+    def _healthz(self) -> dict:
+        return {"commit_sha": "0" * 40, "tag_name": self.tag_name, "multi_user": self.multi_user}
 
     def _check_runtime(self, body: dict) -> tuple | None:
         reference = body.get("pipeline_version_reference") or {}

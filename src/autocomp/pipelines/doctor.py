@@ -42,23 +42,37 @@ def kfp_version(tag: str | None) -> tuple[int, ...] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
+def healthz(client: Any) -> dict[str, Any]:
+    """The server's version and mode. The v2beta1 healthz answer has no version (its client
+    model keeps only multi_user); the v1beta1 one, which every KFP 2 server still serves, has
+    `tag_name`. Sent through the client's own API client, so token, cookies and CA apply."""
+    api = client._healthz_api.api_client  # kfp.Client exposes no v1beta1 healthz call
+    return api.call_api(
+        "/apis/v1beta1/healthz",
+        "GET",
+        response_type="object",
+        auth_settings=["Bearer"],
+        _return_http_data_only=True,
+    )
+
+
 def check_kfp(report: Report, endpoint: Endpoint, dist: str | Path) -> None:
     from autocomp.errors import UsageError
     from autocomp.pipelines.client import connect, load_package, pinned_version, version_name
 
     try:
         client = connect(endpoint)
-        health = client.get_kfp_healthz()
+        health = healthz(client)
     except (UsageError, Exception) as exc:  # noqa: BLE001  (any failure is the check's answer)
         report.line("FAIL", "kfp", f"{endpoint.host} does not answer ({str(exc)[:160]})")
         return
-    tag = getattr(health, "tag_name", None)
+    tag = health.get("tag_name")
     version = kfp_version(tag)
     minimum = ".".join(map(str, MIN_KFP))
     if version is None or version < MIN_KFP:
         report.line("FAIL", "kfp", f"version {tag!r}; autocomp needs KFP {minimum} or later")
     else:
-        mode = "multi-user" if getattr(health, "multi_user", False) else "single-user"
+        mode = "multi-user" if health.get("multi_user") else "single-user"
         report.line("PASS", "kfp", f"{endpoint.host} answers, version {tag} ({mode})")
     for pipeline in DISPLAY_NAMES:
         package = Path(dist) / f"{pipeline}.yaml"
@@ -82,7 +96,8 @@ def check_store(report: Report, store: str | None) -> None:
     from autocomp.store.storage import open_store
 
     try:
-        target = open_store(store)
+        quick = {"retries": 1} if str(store).startswith("s3://") else {}  # say it, don't wait
+        target = open_store(store, **quick)
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "probe.txt").write_text("autocomp doctor\n")
             target.put("doctor/probe", folder, {"stage": "doctor"})
