@@ -28,8 +28,11 @@ TIME = "2026-11-30T00:00:00Z"
 
 
 class KfpStandIn:
-    def __init__(self, tag_name: str = "2.14.3", multi_user: bool = False) -> None:
+    def __init__(
+        self, tag_name: str = "2.14.3", multi_user: bool = False, token: str | None = None
+    ) -> None:
         self.tag_name = tag_name
+        self.token = token  # when set, every request needs `Authorization: Bearer <token>`
         self.multi_user = multi_user
         self.packages: dict[str, dict] = {}  # version id -> the uploaded pipeline spec
         self.requests: list[dict] = []
@@ -203,7 +206,10 @@ class KfpStandIn:
                         "headers": {k.lower(): v for k, v in self.headers.items()},
                     }
                 )
-                status, payload = standin.handle(method, url.path, query, body, files)
+                if standin.token and self.headers.get("Authorization") != f"Bearer {standin.token}":
+                    status, payload = _status(401, 16, "Unauthenticated: no valid token")
+                else:
+                    status, payload = standin.handle(method, url.path, query, body, files)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -469,3 +469,19 @@ def test_upload_checks_every_package_before_uploading_any(compiled, kfp_api, tmp
     assert main(["upload", "--host", kfp_api.host, "--dist", str(broken)]) == 2
     assert "is not the evaluate_models pipeline" in capsys.readouterr().err
     assert kfp_api.requests == [] and kfp_api.pipelines == {}
+
+
+def test_an_endpoint_behind_authentication_needs_the_token(compiled, monkeypatch, capsys):
+    from tests.pipelines.kfp_standin import KfpStandIn
+
+    api = KfpStandIn(token="tok-9")
+    try:
+        assert main(["upload", "--host", api.host, "--dist", str(compiled)]) == 2
+        err = capsys.readouterr().err
+        assert "the KFP API refused access (HTTP 401: " in err and "Unauthenticated" in err
+        assert "--cookies" in err and api.pipelines == {}
+        monkeypatch.setenv("KFP_TOKEN", "tok-9")
+        assert main(["upload", "--host", api.host, "--dist", str(compiled)]) == 0
+        assert len(api.pipelines) == 2
+    finally:
+        api.close()

@@ -40,15 +40,23 @@ def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
 
 
 def _upload(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import DISPLAY_NAMES, connect, load_package, upload
+    from autocomp.pipelines.client import (
+        DISPLAY_NAMES,
+        api_errors,
+        connect,
+        load_package,
+        upload,
+    )
 
     names = [args.pipeline] if args.pipeline else list(DISPLAY_NAMES)
     packages = {name: Path(args.dist) / f"{name}.yaml" for name in names}
     for name, package in packages.items():  # every package is checked before any upload
         load_package(name, package)
-    client = connect(_endpoint(args))
+    endpoint = _endpoint(args)
+    client = connect(endpoint)
     for name, package in packages.items():
-        done = upload(client, name, package)
+        with api_errors(endpoint.host):
+            done = upload(client, name, package)
         print(
             f"{name}: {done['action']} (pipeline {done['pipeline_id']}, version {done['version']})"
         )
@@ -62,37 +70,41 @@ def _checked_params(args: argparse.Namespace) -> tuple[Path, dict]:
 
 
 def _schedule(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import connect, schedule
+    from autocomp.pipelines.client import api_errors, connect, schedule
 
     package, params = _checked_params(args)
-    run_id = schedule(
-        connect(_endpoint(args)),
-        args.pipeline,
-        package,
-        args.name,
-        args.cron,
-        params,
-        args.experiment,
-        args.max_concurrency,
-        catchup=args.catchup,
-        namespace=args.namespace,
-    )
+    endpoint = _endpoint(args)
+    with api_errors(endpoint.host):
+        run_id = schedule(
+            connect(endpoint),
+            args.pipeline,
+            package,
+            args.name,
+            args.cron,
+            params,
+            args.experiment,
+            args.max_concurrency,
+            catchup=args.catchup,
+            namespace=args.namespace,
+        )
     print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import connect, submit
+    from autocomp.pipelines.client import api_errors, connect, submit
 
     package, params = _checked_params(args)
-    run_id = submit(
-        connect(_endpoint(args)),
-        args.pipeline,
-        package,
-        args.name,
-        params,
-        args.experiment,
-        namespace=args.namespace,
-    )
+    endpoint = _endpoint(args)
+    with api_errors(endpoint.host):
+        run_id = submit(
+            connect(endpoint),
+            args.pipeline,
+            package,
+            args.name,
+            params,
+            args.experiment,
+            namespace=args.namespace,
+        )
     print(f"run {run_id}: {args.pipeline}")
 
 

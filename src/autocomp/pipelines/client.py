@@ -12,8 +12,10 @@ any request is sent.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ def connect(endpoint: Endpoint | str) -> Any:
         endpoint = Endpoint(endpoint)
     if endpoint.ca_cert and not Path(endpoint.ca_cert).is_file():
         raise UsageError("--ca-cert", endpoint.ca_cert, "no such file; give the CA bundle (PEM)")
+    _probe(endpoint)
     try:
         with warnings.catch_warnings():  # "only works with KFP v2.0.0-beta.2 and later": known
             warnings.simplefilter("ignore", FutureWarning)
@@ -66,6 +69,55 @@ def connect(endpoint: Endpoint | str) -> Any:
             endpoint.host,
             f"no KFP API answers there ({type(exc).__name__}: {str(exc)[:120]})",
         ) from exc
+
+
+def _probe(endpoint: Endpoint) -> None:
+    """One healthz request with the same credentials, so that a refused login is said at once
+    (kfp.Client retries its own healthz call five times, 5 s apart, then reports a timeout)."""
+    import urllib3
+
+    headers = {}
+    if endpoint.token:
+        headers["Authorization"] = f"Bearer {endpoint.token}"
+    if endpoint.cookies:
+        headers["Cookie"] = endpoint.cookies
+    http = urllib3.PoolManager(ca_certs=endpoint.ca_cert) if endpoint.ca_cert else None
+    try:
+        answer = (http or urllib3.PoolManager()).request(
+            "GET",
+            endpoint.host.rstrip("/") + "/apis/v2beta1/healthz",
+            headers=headers,
+            timeout=urllib3.Timeout(connect=10, read=30),
+            retries=False,
+            redirect=False,
+        )
+    except urllib3.exceptions.HTTPError as exc:
+        raise UsageError(
+            "--host", endpoint.host, f"no KFP API answers there ({type(exc).__name__}: {exc})"
+        ) from None
+    if answer.status in (302, 401, 403):  # 302: a login page (Dex, oauth2-proxy)
+        raise UsageError(
+            "--host",
+            endpoint.host,
+            f"the KFP API refused access (HTTP {answer.status}: "
+            f"{answer.data[:120].decode(errors='replace')}); log in and pass the session cookie "
+            "with --cookies, or a token in the variable named by --token-env",
+        )
+
+
+@contextlib.contextmanager
+def api_errors(host: str) -> Iterator[None]:
+    """Any refusal or failure of the KFP API as a usage error naming the host and the server's
+    own message (e.g. a 403 of multi-user authorization, a 409 of a concurrent upload)."""
+    from kfp_server_api.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        yield
+    except ApiException as exc:
+        raise UsageError("--host", host, f"the KFP API refused it ({api_message(exc)})") from None
+    except HTTPError as exc:
+        raise UsageError("--host", host, f"the KFP API stopped answering ({exc})") from None
 
 
 def api_message(exc: BaseException) -> str:
