@@ -109,3 +109,35 @@ def test_gpu_classes_are_matched_to_nodes_by_gpu_count_and_memory():
     names = {c.name for c in needed_classes(["clip-vit-b-16", "qwen2.5-vl-72b"])}
     assert names == {"1x16gb", "2x80gb"}
     assert "cpu" not in {c.name for c in needed_classes(["all"])}
+
+
+def test_doctor_checks_secrets_cache_and_gpu_nodes_through_the_kube_api(
+    monkeypatch, capsys, tmp_path
+):
+    import base64
+
+    from autocomp.pipelines.doctor import Report, check_cluster
+    from tests.pipelines.kube_standin import KubeStandIn
+
+    kube = KubeStandIn()
+    try:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "config")))
+        b64 = base64.b64encode(b"x").decode()
+        kube.add("team", "secrets", "autocomp-s3", data={"endpoint": b64, "access_key": b64})
+        kube.add("team", "persistentvolumeclaims", "autocomp-model-cache", spec={})
+        kube.add_node("a100", 1, {"nvidia.com/gpu.memory": "40960"})
+        report = Report()
+        check_cluster(report, "team", ["clip-vit-b-16", "qwen2.5-vl-72b"])
+    finally:
+        kube.close()
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "FAIL secret autocomp-s3: missing keys ['secret_key']",
+        "FAIL secret autocomp-hf: not readable in team (Not Found); "
+        "see manifests/base/hf-secret.template.yaml",
+        "PASS pvc autocomp-model-cache: present",
+        "PASS gpu class 1x16gb: nodes a100",
+        "FAIL gpu class 2x80gb: no node has these GPUs (label nvidia.com/gpu.memory); "
+        "leave its models out or add such nodes",
+    ]
+    assert report.failed == 3

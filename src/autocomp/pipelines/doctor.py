@@ -146,12 +146,13 @@ def check_cluster(report: Report, namespace: str, models: list[str]) -> None:
                     f"{needs} {where}")  # fmt: skip
         return
     core = client.CoreV1Api()
+    templates = {SECRET: "secret.template.yaml", HF_SECRET: "hf-secret.template.yaml"}
     for secret, keys in ((SECRET, SECRET_KEYS), (HF_SECRET, HF_SECRET_KEYS)):
         try:
             data = core.read_namespaced_secret(secret, namespace).data or {}
         except client.ApiException as exc:
             report.line("FAIL", f"secret {secret}", f"not readable in {namespace} ({exc.reason}); "
-                        f"see manifests/base/secret.template.yaml")  # fmt: skip
+                        f"see manifests/base/{templates[secret]}")  # fmt: skip
             continue
         missing = sorted(set(keys) - set(data))
         status = "FAIL" if missing else "PASS"
