@@ -122,14 +122,48 @@ def test_every_task_that_touches_the_store_or_the_hub_gets_its_secret(compiled):
 
 def test_steps_that_hold_data_or_weights_reserve_scratch_disk(compiled):
     spec, platform = _docs(compiled / "generate_benchmark.yaml")
-    for step, size in (("render", "120Gi"), ("publish", "200Gi"), ("collect", "200Gi")):
+    for step, size in (("render", "120Gi"), ("publish", "400Gi")):
         label = _executor(spec, step)
         (volume,) = platform[label]["genericEphemeralVolume"]
         assert volume["mountPath"] == "/scratch" and volume["size"] == size
         env = {e["name"]: e["value"] for e in
                spec["deploymentSpec"]["executors"][label]["container"]["env"]}  # fmt: skip
         assert env["TMPDIR"] == "/scratch"
-    assert "genericEphemeralVolume" not in platform.get(_executor(spec, "shard-plan"), {})
+    for step in ("shard-plan", "collect", "curate"):
+        assert "genericEphemeralVolume" not in platform.get(_executor(spec, step), {})
+
+
+def _consumers(spec: dict, producer: str, output: str) -> set[str]:
+    """Tasks (in any DAG) that take `output` of task `producer` (directly, or as the loop's
+    fan-in, which the compiler names pipelinechannel--<producer>-<output>)."""
+    found = set()
+    channel = f"pipelinechannel--{producer}-{output}"
+    dags = [spec["root"]["dag"], *(c["dag"] for c in spec["components"].values() if "dag" in c)]
+    for dag in dags:
+        for name, task in dag["tasks"].items():
+            for given in task.get("inputs", {}).get("artifacts", {}).values():
+                upstream = given.get("taskOutputArtifact", {})
+                if (upstream.get("producerTask"), upstream.get("outputArtifactKey")) == (
+                    producer,
+                    output,
+                ) or channel in (
+                    upstream.get("outputArtifactKey"),
+                    given.get("componentInputArtifact"),
+                ):
+                    found.add(name)
+    return found
+
+
+def test_images_move_only_to_validate_and_publish(compiled):
+    """A render shard's images are downloaded by its validate step and by publish (which embeds
+    them); collect and curate handle tables only."""
+    spec, _ = _docs(compiled / "generate_benchmark.yaml")
+    assert _consumers(spec, "render", "images") == {"validate", "publish"}
+    assert _consumers(spec, "render", "table") == {"validate", "collect"}
+    curate = spec["root"]["dag"]["tasks"]["curate"]["inputs"]["artifacts"]
+    assert curate["render"]["taskOutputArtifact"]["producerTask"] == "collect"
+    publish = spec["components"]["comp-publish"]["inputDefinitions"]["artifacts"]["images"]
+    assert publish["isArtifactList"] is True
 
 
 def test_images_are_the_image_rule(compiled):

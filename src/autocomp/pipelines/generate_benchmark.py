@@ -1,7 +1,8 @@
-"""generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect ->
-curate -> negatives -> publish (paper Section 3). Parameter defaults are the `paper` profile
-(autocomp.config), the paper's models and settings (A.6). A run publishes under
-`<name>-<run id>` (plan.published_name): pass that name to evaluate_models."""
+"""generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect
+(tables) -> curate -> negatives -> publish (paper Section 3). Images go from each render shard
+to its validate step and to publish only (autocomp.pipelines.artifacts). Parameter defaults
+are the `paper` profile (autocomp.config), the paper's models and settings (A.6). A run
+publishes under `<name>-<run id>` (plan.published_name): pass that name to evaluate_models."""
 
 from kfp import dsl
 
@@ -78,6 +79,7 @@ def build(cluster: bool = True):  # noqa: ANN201  (a kfp pipeline)
             )
             checked = step(
                 c.validate(
+                    table=rendered.outputs["table"],
                     images=rendered.outputs["images"],
                     detector=detector,
                     segmenter=segmenter,
@@ -90,13 +92,13 @@ def build(cluster: bool = True):  # noqa: ANN201  (a kfp pipeline)
                 ),
                 "validate",
             )
-        images = step(c.collect(parts=dsl.Collected(rendered.outputs["images"])), "collect")
-        images.set_display_name("collect-images")
+        tables = step(c.collect(parts=dsl.Collected(rendered.outputs["table"])), "collect")
+        tables.set_display_name("collect-render-tables")
         verdicts = step(c.collect(parts=dsl.Collected(checked.outputs["verdicts"])), "collect")
         verdicts.set_display_name("collect-verdicts")
         curated = step(
             c.curate(
-                images=images.outputs["merged"],
+                render=tables.outputs["merged"],
                 verdicts=verdicts.outputs["merged"],
                 captions=captions.outputs["captions"],
                 keep_rejected=keep_rejected,
@@ -109,7 +111,7 @@ def build(cluster: bool = True):  # noqa: ANN201  (a kfp pipeline)
         published = step(
             c.publish(
                 benchmark=benchmark.outputs["benchmark"],
-                images=images.outputs["merged"],
+                images=dsl.Collected(rendered.outputs["images"]),
                 concepts=concepts.outputs["concepts"],
                 curated=curated.outputs["curated"],
                 store=store,

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 from pathlib import Path
 from typing import Any
+
+from autocomp.errors import UsageError
 
 
 def local_arguments(
@@ -81,6 +84,14 @@ def run_local(
     try:
         published = generate_benchmark(name=unique, store=store, unique_name=False, **arguments)
         report = evaluate_models(name=unique, store=store, **evaluation)
+    except RuntimeError as exc:  # kfp.local: "Pipeline ... FAILURE. Inner task failed: <task>"
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        raise UsageError(
+            "run",
+            unique,
+            f"{plain} (its log is above); fix that step's input and run again "
+            "(outputs already published in the store are kept)",
+        ) from None
     finally:
         builtins.print = print_function
     page = report.output

@@ -26,11 +26,11 @@ STEPS: dict[str, dict[str, Any]] = {
                "hub": True, "disk": "120Gi"},
     "validate": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
                  "hub": True, "disk": "120Gi"},
-    "collect": {"cpu": "2", "memory": "4G", "cache": True, "disk": "200Gi"},
-    "curate": {"cpu": "2", "memory": "8G", "cache": True, "disk": "200Gi"},
+    "collect": {"cpu": "2", "memory": "4G", "cache": True},  # tables only
+    "curate": {"cpu": "2", "memory": "8G", "cache": True},  # tables only
     "negatives": {"cpu": "4", "memory": "8G", "cache": True},
-    "publish": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
-                "disk": "200Gi"},
+    "publish": {"cpu": "4", "memory": "16G", "cache": False, "retries": 3, "store": True,
+                "disk": "400Gi"},  # every shard's images, then the embedded Parquet
     "fetch": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
               "disk": "200Gi"},
     "select_models": {"cpu": "1", "memory": "1G", "cache": False},
