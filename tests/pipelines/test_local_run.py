@@ -66,3 +66,14 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
 
 def test_local_run_report_renders_in_chromium(local_run, tmp_path):
     assert_renders_in_chromium(_report_page(local_run[1]), tmp_path / "demo-report.png")
+
+
+def test_a_failed_step_is_one_usage_line(tmp_path, capsys):
+    """Shape-Color N=2 has 3,380 distinct concepts: asking for more fails at sample, and the
+    local run says which step failed in one line (exit 2), not with kfp.local's traceback."""
+    argv = ["run", "--out", str(tmp_path / "run"), "--specs", "shape_color:2", "--count", "5000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        err.startswith("autocomp run: error: run: 'local-") and "Inner task failed: 'sample'" in err
+    )
