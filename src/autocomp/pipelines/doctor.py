@@ -11,6 +11,7 @@ check, PASS / FAIL / SKIP, each FAIL with its fix:
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,8 @@ def check_cluster(report: Report, namespace: str, models: list[str]) -> None:
     try:
         from kubernetes import client, config
 
-        config.load_kube_config()
+        # the library reads $KUBECONFIG once, at import; read it now
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
     except Exception as exc:  # noqa: BLE001  (no client or no kubeconfig: say what to check)
         where = f"in namespace {namespace}, GPU nodes labelled {GPU_MEMORY_LABEL}"
         report.line("SKIP", "cluster", f"no kubeconfig ({type(exc).__name__}); check by hand: "
