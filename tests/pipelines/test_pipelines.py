@@ -216,7 +216,8 @@ def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(co
     assert big["gpus"] == 2 and big["parallelism"] == 1
     assert big["affinity"] == [{"matchExpressions": [
         {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["79999"]}]}]  # fmt: skip
-    assert big["cpu"] == "8" and big["memory"] == "96G"
+    assert big["cpu"] == "8" and big["memory"] == "120G"
+    assert classes["score-1x16gb"]["memory"] == "16G"  # CLIP models
     assert classes["score-cpu"]["gpus"] == 0 and classes["score-cpu"]["affinity"] is None
     assert classes["score-1x16gb"]["parallelism"] == 8
     # the root DAG asks for no GPU: selecting, fetching and reporting run on CPU nodes

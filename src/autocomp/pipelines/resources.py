@@ -58,7 +58,8 @@ SCRATCH_PATH = "/scratch"
 # in MiB; GKE/EKS without the operator: label the nodes the same way (README, cluster section).
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 GPU_TIERS_GB = (16, 24, 40, 48, 80, 141)  # the memory sizes GPUs are sold with
-SCORE_HOST = {"cpu_min": 4, "cpu_per_gpu": 4, "memory_gb_min": 16, "memory_gb_per_gpu": 48}
+# host memory: a share of the GPU memory (weights pass through it when they load), at least 16 GB
+SCORE_HOST = {"cpu_min": 4, "cpu_per_gpu": 4, "memory_gb_min": 16, "memory_per_gpu_memory": 0.75}
 SCORE_PARALLELISM = {0: 4, 1: 8}  # concurrent score pods per class, by GPU count; else 1
 
 
@@ -79,8 +80,8 @@ class ScoreClass:
 
     @property
     def memory(self) -> str:
-        per_gpu = SCORE_HOST["memory_gb_per_gpu"] * self.gpus
-        return f"{max(SCORE_HOST['memory_gb_min'], per_gpu)}G"
+        share = math.ceil(SCORE_HOST["memory_per_gpu_memory"] * self.gpus * self.gpu_gb)
+        return f"{max(SCORE_HOST['memory_gb_min'], share)}G"
 
     @property
     def disk(self) -> str:  # room to download the weights once when the cache misses
