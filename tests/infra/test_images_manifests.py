@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autocomp import __version__
 from autocomp.pipelines.components import DEFAULT_REGISTRY, IMAGE_KINDS, image_tag
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,12 +104,3 @@ def test_kustomizations_name_existing_files_and_the_secret_is_a_template():
     assert set(secret["stringData"].values()) == {""}
     base = yaml.safe_load((ROOT / "manifests/base/kustomization.yaml").read_text())
     assert "secret.template.yaml" not in base["resources"]
-
-
-def test_recurring_run_uses_the_core_image_of_this_version():
-    cron = yaml.safe_load((ROOT / "manifests/base/recurring-run.yaml").read_text())
-    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    name, tag = pod["containers"][0]["image"].split(":")
-    assert name == f"{DEFAULT_REGISTRY}/autocomp-core" and tag.startswith(__version__)
-    assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["serviceAccountName"] == "autocomp-submitter"

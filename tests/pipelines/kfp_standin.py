@@ -3,6 +3,12 @@
 It implements the endpoints kfp.Client uses for upload, versioning, experiments, runs and
 recurring runs, with the real wire format (JSON with snake_case fields, multipart uploads),
 keeps state in memory, and records every request so tests can assert what the real client sent.
+Like the real server, it keeps each uploaded package and refuses a run or recurring run whose
+runtime parameters do not match that version's `root.inputDefinitions` (an unknown name, a value
+of the wrong type, a required parameter missing) with HTTP 400 and grpc-gateway's error body
+(`{"error", "code": 3 (INVALID_ARGUMENT), "message", "details"}`); an unknown pipeline version is
+404 (`code` 5, NOT_FOUND). The v2beta1 /healthz answers `multi_user` (and the store kind), the
+v1beta1 one `tag_name` (the KFP version) too, as the real server's do.
 """
 
 from __future__ import annotations
@@ -15,12 +21,20 @@ from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+import yaml
+
 API = "/apis/v2beta1"
 TIME = "2026-11-30T00:00:00Z"
 
 
 class KfpStandIn:
-    def __init__(self) -> None:
+    def __init__(
+        self, tag_name: str = "2.14.3", multi_user: bool = False, token: str | None = None
+    ) -> None:
+        self.tag_name = tag_name
+        self.token = token  # when set, every request needs `Authorization: Bearer <token>`
+        self.multi_user = multi_user
+        self.packages: dict[str, dict] = {}  # version id -> the uploaded pipeline spec
         self.requests: list[dict] = []
         self.pipelines: dict[str, dict] = {}
         self.versions: dict[str, list[dict]] = {}
@@ -37,11 +51,13 @@ class KfpStandIn:
     # ------------------------------------------------------------------ routing
 
     def handle(self, method: str, path: str, query: dict, body: dict | None, files: dict) -> tuple:
+        if path == "/apis/v1beta1/healthz" and method == "GET":  # the one v1 call: the version
+            return 200, self._healthz()
         if not path.startswith(API):
             return 404, {"error": f"not the v2beta1 API: {path}"}
         route = path[len(API) :]
         if route == "/healthz" and method == "GET":
-            return 200, {"multi_user": False}
+            return 200, {"multi_user": self.multi_user, "pipeline_store": "database"}
         if route == "/pipelines/upload" and method == "POST":
             return self._upload(query, files)
         if route == "/pipelines/upload_version" and method == "POST":
@@ -74,6 +90,10 @@ class KfpStandIn:
             }
             self.experiments[exp["experiment_id"]] = exp
             return 200, exp
+        if route in ("/recurringruns", "/runs") and method == "POST":
+            refused = self._check_runtime(body)
+            if refused:
+                return refused
         if route == "/recurringruns" and method == "POST":
             run = {
                 **body,
@@ -88,6 +108,28 @@ class KfpStandIn:
             self.runs.append(run)
             return 200, run
         return 404, {"error": f"no route {method} {route}"}
+
+    def _healthz(self) -> dict:
+        return {"commit_sha": "0" * 40, "tag_name": self.tag_name, "multi_user": self.multi_user}
+
+    def _check_runtime(self, body: dict) -> tuple | None:
+        reference = body.get("pipeline_version_reference") or {}
+        spec = self.packages.get(reference.get("pipeline_version_id"))
+        if spec is None:
+            return _status(404, 5, f"pipeline version {reference} not found")
+        definitions = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+        given = (body.get("runtime_config") or {}).get("parameters") or {}
+        for name, value in given.items():
+            if name not in definitions:
+                return _status(400, 3, f"Invalid input error: unknown parameter {name!r}")
+            kind = definitions[name]["parameterType"]
+            if not _is_kind(value, kind):
+                return _status(400, 3, f"Invalid input error: parameter {name!r} expects {kind}, "
+                                       f"got {json.dumps(value)}")  # fmt: skip
+        for name, d in definitions.items():
+            if name not in given and "defaultValue" not in d and not d.get("isOptional"):
+                return _status(400, 3, f"Invalid input error: parameter {name!r} is required")
+        return None
 
     def _upload(self, query: dict, files: dict) -> tuple:
         name = query.get("name", [None])[0]
@@ -122,6 +164,9 @@ class KfpStandIn:
             "created_at": f"2026-11-30T00:00:{len(self.versions[pid]):02d}Z",
             "package_size": len(files.get("uploadfile", b"")),
         }
+        self.packages[version["pipeline_version_id"]] = next(
+            yaml.safe_load_all(files.get("uploadfile", b"{}"))
+        )
         self.versions[pid].append(version)
         return version
 
@@ -158,9 +203,13 @@ class KfpStandIn:
                         "body": body,
                         "files": files,
                         "content_type": ctype,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
                     }
                 )
-                status, payload = standin.handle(method, url.path, query, body, files)
+                if standin.token and self.headers.get("Authorization") != f"Bearer {standin.token}":
+                    status, payload = _status(401, 16, "Unauthenticated: no valid token")
+                else:
+                    status, payload = standin.handle(method, url.path, query, body, files)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -175,6 +224,24 @@ class KfpStandIn:
                 self._serve("POST")
 
         return Handler
+
+
+def _status(http: int, code: int, message: str) -> tuple:
+    """grpc-gateway's error body, as the KFP API server sends it."""
+    return http, {"error": message, "code": code, "message": message, "details": []}
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    """Whether a JSON value (protobuf Value) is of a KFP parameter type."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return {
+        "STRING": isinstance(value, str),
+        "NUMBER_INTEGER": number and float(value).is_integer(),
+        "NUMBER_DOUBLE": number,
+        "BOOLEAN": isinstance(value, bool),
+        "LIST": isinstance(value, list),
+        "STRUCT": isinstance(value, dict),
+    }.get(kind, False)
 
 
 def _filter_value(query: dict) -> str | None:

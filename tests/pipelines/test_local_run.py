@@ -36,7 +36,10 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
     out, printed = local_run
     assert "tiny-clip" in printed and "tiny-qwen2.5-vl" in printed and "results:" in printed
     store = out / "store"
-    benchmark = store / "benchmarks" / "local"
+    results_line = next(line for line in printed.splitlines() if line.startswith("results:"))
+    name = Path(results_line.split(":", 1)[1].strip()).name
+    assert name.startswith("local-")  # run-unique: the hash of the run's parameters
+    benchmark = store / "benchmarks" / name
     assert (benchmark / "_manifest.json").is_file() and (benchmark / "README.md").is_file()
     # the published benchmark is a Hugging Face dataset with embedded images
     import datasets
@@ -46,15 +49,15 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
     assert rows.num_rows == 4 and rows[0]["image"].size == (64, 64)
     assert {r for r in rows["condition"]} == {"minimal", "contextual"}
     # every model's run is in the store; the report step gathered them
-    runs = sorted(p.name for p in (store / "results" / "local").iterdir())
+    runs = sorted(p.name for p in (store / "results" / name).iterdir())
     assert runs == ["tiny-clip", "tiny-qwen2.5-vl", "tiny-siglip"]
     for run in runs:
-        summary = pq.read_table(store / "results" / "local" / run / "summary.parquet")
+        summary = pq.read_table(store / "results" / name / run / "summary.parquet")
         assert set(summary.column("failed").to_pylist()) == {0}
         assert summary.num_rows == 2 * 2 * 2  # conditions x sets x protocols
     # the evaluation pipeline ends with the report
     page = _report_page(printed)
-    assert page.name == "index.html" and "<svg" in page.read_text()
+    assert page.is_file() and "<svg" in page.read_text()  # the Output[HTML] artifact
     # a second run resumes: published outputs are complete, nothing is redone
     before = (benchmark / "_manifest.json").read_text()
     assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
@@ -63,3 +66,14 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
 
 def test_local_run_report_renders_in_chromium(local_run, tmp_path):
     assert_renders_in_chromium(_report_page(local_run[1]), tmp_path / "demo-report.png")
+
+
+def test_a_failed_step_is_one_usage_line(tmp_path, capsys):
+    """Shape-Color N=2 has 3,380 distinct concepts: asking for more fails at sample, and the
+    local run says which step failed in one line (exit 2), not with kfp.local's traceback."""
+    argv = ["run", "--out", str(tmp_path / "run"), "--specs", "shape_color:2", "--count", "5000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        err.startswith("autocomp run: error: run: 'local-") and "Inner task failed: 'sample'" in err
+    )

@@ -4,6 +4,7 @@ HTTP stand-in of the KFP v2beta1 API."""
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from autocomp import __version__
 from autocomp.cli.main import main
+from autocomp.pipelines.compile import PIPELINES
 
 SECRET_MARKER = "s3cr3t-value-that-must-not-leak"
 
@@ -40,15 +42,22 @@ def _executor(spec: dict, task_name: str, dag: dict | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
+    """The pipelines as `autocomp compile` writes them, in a process of its own as a user runs it
+    (kfp's compiler keeps state between pipelines built in one process), with credentials in the
+    environment that must never reach the YAML."""
     import os
+    import subprocess
+    import sys
 
-    os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET_MARKER
-    os.environ["AWS_ACCESS_KEY_ID"] = SECRET_MARKER
-    try:
-        out = tmp_path_factory.mktemp("dist")
-        assert main(["compile", "--out", str(out)]) == 0
-    finally:
-        del os.environ["AWS_SECRET_ACCESS_KEY"], os.environ["AWS_ACCESS_KEY_ID"]
+    out = tmp_path_factory.mktemp("dist")
+    env = {**os.environ, "AWS_SECRET_ACCESS_KEY": SECRET_MARKER, "AWS_ACCESS_KEY_ID": SECRET_MARKER}
+    done = subprocess.run(
+        [sys.executable, "-m", "autocomp.cli.main", "compile", "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
     return out
 
 
@@ -62,7 +71,7 @@ def test_gpu_steps_request_gpus_with_placement_and_retries(compiled):
         assert int(resources["accelerator"]["resourceCount"]) == 1
         assert resources["memoryLimit"] == 64.0 or resources.get("resourceMemoryLimit") == "64G"
         assert platform[label]["tolerations"][0]["key"] == "nvidia.com/gpu"
-        assert platform[label]["nodeSelector"]["labels"] == {"nvidia.com/gpu.present": "true"}
+        assert "nodeSelector" not in platform[label]  # the GPU request places it, on any cloud
     tasks = {**spec["root"]["dag"]["tasks"],
              **next(c["dag"]["tasks"] for c in spec["components"].values()
                     if "dag" in c and "render" in c["dag"]["tasks"])}  # fmt: skip
@@ -71,22 +80,6 @@ def test_gpu_steps_request_gpus_with_placement_and_retries(compiled):
     assert tasks["sample"]["cachingOptions"]["enableCache"] is True
     assert not tasks["publish"]["cachingOptions"].get("enableCache", False)
     assert "accelerator" not in executors[_executor(spec, "curate")]["container"]["resources"]
-
-
-def test_store_steps_get_credentials_from_the_secret_only(compiled):
-    for name, steps in (
-        ("generate_benchmark", ["publish"]),
-        ("evaluate_models", ["fetch", "report"]),
-    ):
-        text = (compiled / f"{name}.yaml").read_text()
-        assert SECRET_MARKER not in text  # no credential value is ever compiled in
-        spec, platform = _docs(compiled / f"{name}.yaml")
-        for step in steps:
-            wiring = platform[_executor(spec, step)]["secretAsEnv"][0]
-            assert wiring["secretName"] == "autocomp-s3"
-            assert {m["envVar"] for m in wiring["keyToEnv"]} == {
-                "AUTOCOMP_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-            }  # fmt: skip
 
 
 def test_images_carry_the_package_version(compiled):
@@ -98,19 +91,210 @@ def test_images_carry_the_package_version(compiled):
     assert images == {image(k) for k in ("core", "caption", "gpu")}
 
 
-def test_evaluation_fans_out_per_gpu_count(compiled):
-    from autocomp.scoring.registry import gpu_groups
+def _secrets(platform: dict, label: str) -> dict[str, set[str]]:
+    return {
+        w["secretName"]: {m["envVar"] for m in w["keyToEnv"]}
+        for w in platform.get(label, {}).get("secretAsEnv", [])
+    }
 
-    spec, _ = _docs(compiled / "evaluate_models.yaml")
+
+def _labels(spec: dict, prefix: str) -> list[str]:
+    return [label for label in spec["deploymentSpec"]["executors"] if label.startswith(prefix)]
+
+
+S3_ENV = {"AUTOCOMP_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+
+
+def test_every_task_that_touches_the_store_or_the_hub_gets_its_secret(compiled):
+    store_steps = {"generate_benchmark": ["sample", "publish"],
+                   "evaluate_models": ["fetch", "report", "score"]}  # fmt: skip
+    hub_steps = {"generate_benchmark": ["caption", "render", "validate"],
+                 "evaluate_models": ["score"]}  # fmt: skip
+    for name in store_steps:
+        text = (compiled / f"{name}.yaml").read_text()
+        assert SECRET_MARKER not in text  # no credential value is ever compiled in
+        spec, platform = _docs(compiled / f"{name}.yaml")
+        for step in store_steps[name]:
+            for label in _labels(spec, f"exec-{step}"):
+                assert _secrets(platform, label)["autocomp-s3"] == S3_ENV, label
+        for step in hub_steps[name]:
+            for label in _labels(spec, f"exec-{step}"):
+                assert _secrets(platform, label)["autocomp-hf"] == {"HF_TOKEN"}, label
+                wiring = next(w for w in platform[label]["secretAsEnv"]
+                              if w["secretName"] == "autocomp-hf")  # fmt: skip
+                assert wiring["optional"] is True  # ungated models run without it
+                (mount,) = platform[label]["pvcMount"]
+                assert mount["mountPath"] == "/models"
+                assert mount["pvcNameParameter"]["runtimeValue"]["constant"] == (
+                    "autocomp-model-cache"
+                )
+                env = {e["name"]: e["value"] for e in
+                       spec["deploymentSpec"]["executors"][label]["container"]["env"]}  # fmt: skip
+                assert env["HF_HUB_CACHE"] == "/models/hub"
+                assert env["AUTOCOMP_WEIGHTS_DIR"] == "/models/weights"
+        for label in _labels(spec, "exec-"):  # no other step sees a credential
+            step = re.sub(r"(-\d+|-cpu|-\d+x\d+gb)$", "", label.removeprefix("exec-"))
+            if step not in store_steps[name] + hub_steps[name]:
+                assert not _secrets(platform, label), label
+
+
+def test_steps_that_hold_data_or_weights_reserve_scratch_disk(compiled):
+    spec, platform = _docs(compiled / "generate_benchmark.yaml")
+    for step, size in (("render", "120Gi"), ("publish", "400Gi")):
+        label = _executor(spec, step)
+        (volume,) = platform[label]["genericEphemeralVolume"]
+        assert volume["mountPath"] == "/scratch" and volume["size"] == size
+        env = {e["name"]: e["value"] for e in
+               spec["deploymentSpec"]["executors"][label]["container"]["env"]}  # fmt: skip
+        assert env["TMPDIR"] == "/scratch"
+    for step in ("shard-plan", "collect", "curate"):
+        assert "genericEphemeralVolume" not in platform.get(_executor(spec, step), {})
+
+
+def _consumers(spec: dict, producer: str, output: str) -> set[str]:
+    """Tasks (in any DAG) that take `output` of task `producer` (directly, or as the loop's
+    fan-in, which the compiler names pipelinechannel--<producer>-<output>)."""
+    found = set()
+    channel = f"pipelinechannel--{producer}-{output}"
+    dags = [spec["root"]["dag"], *(c["dag"] for c in spec["components"].values() if "dag" in c)]
+    for dag in dags:
+        for name, task in dag["tasks"].items():
+            for given in task.get("inputs", {}).get("artifacts", {}).values():
+                upstream = given.get("taskOutputArtifact", {})
+                if (upstream.get("producerTask"), upstream.get("outputArtifactKey")) == (
+                    producer,
+                    output,
+                ) or channel in (
+                    upstream.get("outputArtifactKey"),
+                    given.get("componentInputArtifact"),
+                ):
+                    found.add(name)
+    return found
+
+
+def test_images_move_only_to_validate_and_publish(compiled):
+    """A render shard's images are downloaded by its validate step and by publish (which embeds
+    them); collect and curate handle tables only."""
+    spec, _ = _docs(compiled / "generate_benchmark.yaml")
+    assert _consumers(spec, "render", "images") == {"validate", "publish"}
+    assert _consumers(spec, "render", "table") == {"validate", "collect"}
+    curate = spec["root"]["dag"]["tasks"]["curate"]["inputs"]["artifacts"]
+    assert curate["render"]["taskOutputArtifact"]["producerTask"] == "collect"
+    publish = spec["components"]["comp-publish"]["inputDefinitions"]["artifacts"]["images"]
+    assert publish["isArtifactList"] is True
+
+
+def _score_classes(spec: dict, platform: dict) -> dict[str, dict]:
+    """Score sub-pipeline name -> its score executor's GPUs, node affinity, CPU, memory,
+    whether it runs under a condition, and its loop's parallelism."""
     executors = spec["deploymentSpec"]["executors"]
-    counts = {}
+    found = {}
+    for cname, component in spec["components"].items():
+        tasks = component.get("dag", {}).get("tasks", {})
+        for task in tasks.values():
+            if not task.get("triggerPolicy", {}).get("condition"):
+                continue
+            inner = spec["components"][task["componentRef"]["name"]]["dag"]["tasks"]
+            loop = next(t for t in inner.values() if "parameterIterator" in t)
+            body = spec["components"][loop["componentRef"]["name"]]["dag"]["tasks"]
+            scoring = next(t for t in body.values() if t["taskInfo"]["name"].startswith("score"))
+            label = spec["components"][scoring["componentRef"]["name"]]["executorLabel"]
+            resources = executors[label]["container"]["resources"]
+            accel = resources.get("accelerator")
+            found["score-" + cname.removeprefix("comp-class-")] = {
+                "condition": task["triggerPolicy"]["condition"],
+                "gpus": int(accel["resourceCount"]) if accel else 0,
+                "affinity": platform.get(label, {}).get("nodeAffinity"),
+                "cpu": resources.get("resourceCpuLimit"),
+                "memory": resources.get("resourceMemoryLimit"),
+                "parallelism": loop["iteratorPolicy"]["parallelismLimit"],
+            }
+    return found
+
+
+def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(compiled):
+    spec, platform = _docs(compiled / "evaluate_models.yaml")
+    classes = _score_classes(spec, platform)
+    assert set(classes) == {"score-cpu", "score-1x16gb", "score-1x24gb", "score-1x40gb",
+                            "score-2x80gb", "score-4x48gb", "score-4x80gb"}  # fmt: skip
+    for name, c in classes.items():
+        # an empty class skips its whole sub-DAG: no pod, no 4-GPU node to wait for
+        assert c["condition"].endswith("> 0") and "count" in c["condition"], name
+    big = classes["score-2x80gb"]  # qwen2.5-vl-72b: 160 GB on 2 GPUs of 80 GB
+    assert big["gpus"] == 2 and big["parallelism"] == 1
+    assert big["affinity"] == [{"matchExpressions": [
+        {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["79999"]}]}]  # fmt: skip
+    assert big["cpu"] == "8" and big["memory"] == "120G"
+    assert classes["score-1x16gb"]["memory"] == "16G"  # CLIP models
+    assert classes["score-cpu"]["gpus"] == 0 and classes["score-cpu"]["affinity"] is None
+    assert classes["score-1x16gb"]["parallelism"] == 8
+    # the root DAG asks for no GPU: selecting, fetching and reporting run on CPU nodes
+    executors = spec["deploymentSpec"]["executors"]
+    for task in spec["root"]["dag"]["tasks"].values():
+        component = spec["components"][task["componentRef"]["name"]]
+        if "executorLabel" in component:
+            resources = executors[component["executorLabel"]]["container"]["resources"]
+            assert "accelerator" not in resources
+
+
+def test_selection_is_decided_at_compile_time(compiled):
+    """What each class holds and what "all" means come from the compiling machine's registry;
+    `file:` weights (negclip) are named, not part of "all"; each class's score step receives
+    only its own models' registry entries."""
+    spec, _ = _docs(compiled / "evaluate_models.yaml")
+    tasks = spec["root"]["dag"]["tasks"]
+    selects = {t["inputs"]["parameters"]["members"]["runtimeValue"]["constant"][0]:
+               t["inputs"]["parameters"] for t in tasks.values()
+               if t["componentRef"]["name"].startswith("comp-select-models")}  # fmt: skip
+    first = next(iter(selects.values()))
+    everything = first["everything"]["runtimeValue"]["constant"]
+    assert "negclip" not in everything and "qwen3.5-122b-a10b" in everything
+    assert "negclip" in first["left_out"]["runtimeValue"]["constant"]
+    assert not any(name.startswith("tiny-") for name in everything)
+    text = (compiled / "evaluate_models.yaml").read_text()
+    registries = [yaml.safe_load(v) for v in _constants(spec, "registry")]
+    from autocomp.scoring.registry import all_models
+
+    assert max(len(r["models"]) for r in registries) < len(all_models())  # per class only
+    assert any([m["name"] for m in r["models"]] == ["qwen2.5-vl-72b"] for r in registries)
+    assert "pipelinechannel--models" in text
+
+
+def _constants(spec: dict, parameter: str) -> list:
+    values = []
     for component in spec["components"].values():
         for task in component.get("dag", {}).get("tasks", {}).values():
-            if task["componentRef"]["name"].startswith("comp-score"):
-                label = spec["components"][task["componentRef"]["name"]]["executorLabel"]
-                accel = executors[label]["container"]["resources"].get("accelerator")
-                counts[label] = int(accel["resourceCount"]) if accel else 0
-    assert sorted(counts.values()) == gpu_groups() == [0, 1, 2, 4]
+            given = task.get("inputs", {}).get("parameters", {}).get(parameter, {})
+            if "runtimeValue" in given:
+                values.append(given["runtimeValue"]["constant"])
+    return values
+
+
+def test_report_publishes_html_and_metrics_and_no_pod_path(compiled):
+    spec, _ = _docs(compiled / "evaluate_models.yaml")
+    outputs = spec["components"]["comp-report"]["outputDefinitions"]
+    kinds = {k: v["artifactType"]["schemaTitle"] for k, v in outputs["artifacts"].items()}
+    assert kinds == {
+        "page": "system.HTML",
+        "accuracy": "system.Metrics",
+        "tables": "system.Dataset",
+    }
+    assert "parameters" not in outputs  # no pod-local path as an output
+    assert spec["root"]["outputDefinitions"]["artifacts"]["Output"]["artifactType"][
+        "schemaTitle"] == "system.HTML"  # fmt: skip
+
+
+def test_publish_name_is_unique_per_run(compiled):
+    spec, _ = _docs(compiled / "generate_benchmark.yaml")
+    publish = spec["root"]["dag"]["tasks"]["publish"]["inputs"]["parameters"]
+    assert publish["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
+    assert publish["unique"]["componentInputParameter"] == "unique_name"
+    assert spec["root"]["inputDefinitions"]["parameters"]["unique_name"]["defaultValue"] is True
+    from autocomp.pipelines.plan import published_name
+
+    run = "3f2a9c1e-0b7d-4c55-9e0f-1234567890ab"
+    assert published_name("weekly", run, True) == "weekly-3f2a9c1e"
+    assert published_name("weekly", run, False) == "weekly"
 
 
 def test_a_new_model_in_the_registry_needs_no_pipeline_change(tmp_path, monkeypatch):
@@ -130,8 +314,9 @@ def test_a_new_model_in_the_registry_needs_no_pipeline_change(tmp_path, monkeypa
         from kfp import compiler
 
         compiler.Compiler().compile(module.evaluate_models, str(tmp_path / "e.yaml"))
-        assert "score-8-gpu" in (tmp_path / "e.yaml").read_text()
-        assert "resourceCount: '8'" in (tmp_path / "e.yaml").read_text()
+        text = (tmp_path / "e.yaml").read_text()
+        assert "score-8x80gb" in text and "resourceCount: '8'" in text
+        assert "giant-vlm" in text  # its entry travels with the pipeline, not in the image
     finally:
         monkeypatch.delenv("AUTOCOMP_MODEL_REGISTRY")
         importlib.reload(module)
@@ -173,50 +358,191 @@ def test_upload_creates_then_versions_by_content(compiled, kfp_api, tmp_path, ca
     assert len(versions) == 1 and versions[0]["query"]["name"][0].startswith(f"{__version__}-")
 
 
-def test_schedule_sends_a_recurring_run_of_the_latest_version(compiled, kfp_api, capsys):
+def test_schedule_sends_a_recurring_run_of_the_local_version(compiled, kfp_api, tmp_path):
     main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
-    argv = ["schedule", "--host", kfp_api.host, "--pipeline", "generate_benchmark",
+    newer = tmp_path / "newer"  # a later upload must not change what the local dist/ runs
+    newer.mkdir()
+    for f in compiled.glob("*.yaml"):
+        (newer / f.name).write_text(f.read_text() + "# newer\n")
+    main(["upload", "--host", kfp_api.host, "--dist", str(newer)])
+    argv = ["schedule", "--host", kfp_api.host, "--dist", str(compiled),
+            "--pipeline", "generate_benchmark",
             "--name", "weekly-flux", "--cron", "0 0 3 * * 1", "--max-concurrency", "2",
-            "--param", "name=flux-weekly", "--param", "renderer=flux-dev",
-            "--param", "reuse_concepts=paper-run", "--param", "count=500"]  # fmt: skip
+            "--param", "name=2024", "--param", "renderer=flux-dev",
+            "--param", "reuse_concepts=off", "--param", "count=500",
+            "--param", "render_settings={guidance_scale: 3.5}"]  # fmt: skip
     assert main(argv) == 0
     (job,) = kfp_api.recurring
     assert job["display_name"] == "weekly-flux"
     assert job["trigger"]["cron_schedule"]["cron"] == "0 0 3 * * 1"
     assert int(job["max_concurrency"]) == 2 and job["mode"] == "ENABLE"
+    assert job["no_catchup"] is True  # a paused schedule does not start a run per missed week
     assert job["runtime_config"]["parameters"] == {
-        "name": "flux-weekly", "renderer": "flux-dev", "reuse_concepts": "paper-run", "count": 500,
-    }  # fmt: skip
+        "name": "2024",
+        "renderer": "flux-dev",
+        "reuse_concepts": "off",
+        "count": 500,
+        "render_settings": {"guidance_scale": 3.5},
+    }  # fmt: skip  (typed by inputDefinitions: "2024" and "off" stay strings)
     pipeline_id = next(iter(kfp_api.pipelines))
+    first, second = kfp_api.versions[pipeline_id]
     assert job["pipeline_version_reference"] == {
         "pipeline_id": pipeline_id,
-        "pipeline_version_id": kfp_api.versions[pipeline_id][-1]["pipeline_version_id"],
+        "pipeline_version_id": first["pipeline_version_id"],  # the local one, not the newest
     }
     assert job["experiment_id"] in kfp_api.experiments
-    assert main(["submit", "--host", kfp_api.host, "--pipeline", "evaluate_models",
-                 "--name", "eval", "--param", "name=flux-weekly"]) == 0  # fmt: skip
-    assert kfp_api.runs[0]["runtime_config"]["parameters"] == {"name": "flux-weekly"}
+    assert main(["submit", "--host", kfp_api.host, "--dist", str(newer),
+                 "--pipeline", "evaluate_models", "--name", "eval",
+                 "--param", "name=flux-weekly"]) == 0  # fmt: skip
+    (run,) = kfp_api.runs
+    assert run["runtime_config"]["parameters"] == {"name": "flux-weekly"}
+    evaluate_id = next(p for p in kfp_api.pipelines if p != pipeline_id)
+    newest = kfp_api.versions[evaluate_id][-1]["pipeline_version_id"]
+    assert run["pipeline_version_reference"]["pipeline_version_id"] == newest
+
+
+def test_client_sends_the_bearer_token_from_the_named_variable(compiled, kfp_api, monkeypatch):
+    monkeypatch.setenv("MY_KFP_TOKEN", "tok-123")
+    assert main(["upload", "--host", kfp_api.host, "--dist", str(compiled),
+                 "--token-env", "MY_KFP_TOKEN"]) == 0  # fmt: skip
+    assert kfp_api.requests and all(
+        r["headers"].get("authorization") == "Bearer tok-123" for r in kfp_api.requests
+    )
+
+
+@pytest.mark.parametrize(
+    "param, message",
+    [
+        ("colour=red", "has no parameter colour; known:"),
+        ("count=many", "count must be an integer"),
+        ("count=1.5", "count must be an integer"),
+        ("all_checks=off", "all_checks must be true or false"),
+        ("render_settings=[1, 2]", "render_settings must be a mapping"),
+        ("count", "must look like name=value"),
+    ],
+)
+def test_params_are_checked_against_the_package_before_any_request(
+    compiled, kfp_api, param, message, capsys
+):
+    argv = ["submit", "--host", kfp_api.host, "--dist", str(compiled),
+            "--pipeline", "generate_benchmark", "--name", "x", "--param", "name=n",
+            "--param", param]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert kfp_api.requests == []  # refused before anything was sent
+
+
+def test_a_required_parameter_must_be_given(compiled, kfp_api, capsys):
+    argv = ["submit", "--host", kfp_api.host, "--dist", str(compiled),
+            "--pipeline", "evaluate_models", "--name", "x"]  # fmt: skip
+    assert main(argv) == 2
+    assert "needs name=..." in capsys.readouterr().err and kfp_api.requests == []
+
+
+def test_the_server_refuses_parameters_that_do_not_match_the_version(compiled, kfp_api):
+    """What the real API answers when a client skips the local check (e.g. the UI or an old
+    client): 400 INVALID_ARGUMENT; our client reports the server's message as a usage error."""
+    from autocomp.errors import UsageError
+    from autocomp.pipelines.client import connect, submit
+
+    main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
+    client = connect(kfp_api.host)
+    package = compiled / "evaluate_models.yaml"
+    with pytest.raises(UsageError, match="HTTP 400: Invalid input error: unknown parameter"):
+        submit(client, "evaluate_models", package, "x", {"name": "a", "colour": "red"})
+    with pytest.raises(UsageError, match="parameter 'report_seed' expects NUMBER_INTEGER"):
+        submit(client, "evaluate_models", package, "x", {"name": "a", "report_seed": "7"})
+    with pytest.raises(UsageError, match="parameter 'name' is required"):
+        submit(client, "evaluate_models", package, "x", {})
+    assert kfp_api.runs == []
+
+
+def test_schedule_refuses_a_name_that_is_not_run_unique(compiled, kfp_api, capsys):
+    main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
+    argv = ["schedule", "--host", kfp_api.host, "--dist", str(compiled),
+            "--pipeline", "generate_benchmark", "--name", "w", "--cron", "0 0 3 * * 1",
+            "--param", "name=w", "--param", "unique_name=false"]  # fmt: skip
+    assert main(argv) == 2
+    assert "run-unique" in capsys.readouterr().err and kfp_api.recurring == []
+
+
+def test_submit_needs_the_local_version_uploaded(compiled, kfp_api, tmp_path, capsys):
+    main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
+    other = tmp_path / "other"
+    other.mkdir()
+    for f in compiled.glob("*.yaml"):
+        (other / f.name).write_text(f.read_text() + "# not uploaded\n")
+    argv = ["submit", "--host", kfp_api.host, "--dist", str(other),
+            "--pipeline", "evaluate_models", "--name", "x", "--param", "name=a"]  # fmt: skip
+    assert main(argv) == 2
+    assert "is not uploaded there" in capsys.readouterr().err and kfp_api.runs == []
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
         (
-            ["schedule", "--pipeline", "generate_benchmark", "--name", "x", "--cron", "0 3 * * 1"],
+            ["schedule", "--pipeline", "generate_benchmark", "--name", "x", "--cron", "0 3 * * 1",
+             "--param", "name=x"],
             "6 fields",
         ),
-        (
-            ["submit", "--pipeline", "evaluate_models", "--name", "x", "--param", "oops"],
-            "name=value",
-        ),
-        (["submit", "--pipeline", "evaluate_models", "--name", "x"], "not uploaded"),
+        (["submit", "--pipeline", "evaluate_models", "--name", "x", "--param", "name=x"],
+         "not uploaded"),
     ],
-)
-def test_client_verbs_reject_bad_input(kfp_api, argv, message, capsys):
-    assert main([*argv, "--host", kfp_api.host]) == 2
+)  # fmt: skip
+def test_client_verbs_reject_bad_input(compiled, kfp_api, argv, message, capsys):
+    assert main([*argv, "--host", kfp_api.host, "--dist", str(compiled)]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_upload_needs_a_compiled_pipeline(kfp_api, tmp_path, capsys):
     assert main(["upload", "--host", kfp_api.host, "--dist", str(tmp_path)]) == 2
     assert "autocomp compile" in capsys.readouterr().err
+
+
+def test_upload_checks_every_package_before_uploading_any(compiled, kfp_api, tmp_path, capsys):
+    broken = tmp_path / "dist"
+    broken.mkdir()
+    (broken / "generate_benchmark.yaml").write_text(
+        (compiled / "generate_benchmark.yaml").read_text()
+    )
+    (broken / "evaluate_models.yaml").write_text(
+        (compiled / "generate_benchmark.yaml").read_text()  # the wrong pipeline under this name
+    )
+    assert main(["upload", "--host", kfp_api.host, "--dist", str(broken)]) == 2
+    assert "is not the evaluate_models pipeline" in capsys.readouterr().err
+    assert kfp_api.requests == [] and kfp_api.pipelines == {}
+
+
+def test_an_endpoint_behind_authentication_needs_the_token(compiled, monkeypatch, capsys):
+    from tests.pipelines.kfp_standin import KfpStandIn
+
+    api = KfpStandIn(token="tok-9")
+    try:
+        assert main(["upload", "--host", api.host, "--dist", str(compiled)]) == 2
+        err = capsys.readouterr().err
+        assert "the KFP API refused access (HTTP 401: " in err and "Unauthenticated" in err
+        assert "--cookies" in err and api.pipelines == {}
+        monkeypatch.setenv("KFP_TOKEN", "tok-9")
+        assert main(["upload", "--host", api.host, "--dist", str(compiled)]) == 0
+        assert len(api.pipelines) == len(PIPELINES)
+    finally:
+        api.close()
+
+
+def test_compiled_yaml_does_not_depend_on_the_hash_seed(tmp_path):
+    """Each score class's Kubernetes settings stay on its own executor whatever the process's
+    hash seed (they once moved between classes with set order)."""
+    import os
+    import subprocess
+    import sys
+
+    texts = []
+    for seed in ("1", "2", "3"):
+        out = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "autocomp.cli.main", "compile", "--out", str(out)],
+                       env=env, check=True, capture_output=True)  # fmt: skip
+        texts.append((out / "evaluate_models.yaml").read_text())
+    assert texts[0] == texts[1] == texts[2]

@@ -1,13 +1,13 @@
 """Verbs of the Kubeflow pipelines: run (both pipelines on this machine through kfp.local),
-compile, upload, schedule, submit. They need the `pipelines` extra (kfp); the definitions ship
-inside the package, so they work from any folder and inside the images."""
+compile, upload, schedule, submit, doctor (a cluster preflight). They need the `pipelines` extra
+(kfp); the definitions ship inside the package, so they work from any folder and inside the
+images."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from autocomp.cli.settings import parse_params
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
 from autocomp.errors import UsageError
@@ -22,57 +22,97 @@ def _compile(args: argparse.Namespace) -> None:
         print(f"compiled {name} -> {path}")
 
 
-def _package(args: argparse.Namespace, name: str) -> Path:
-    path = Path(args.dist) / f"{name}.yaml"
-    if not path.is_file():
-        raise UsageError("--dist", str(path), "no compiled pipeline there; run `autocomp compile`")
-    return path
-
-
-def _host(args: argparse.Namespace) -> str:
+def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
     import os
+
+    from autocomp.pipelines.client import Endpoint
 
     host = args.host or os.environ.get("KFP_HOST")
     if not host:
         raise UsageError("--host", None, "give the KFP API endpoint (or set KFP_HOST)")
-    return host
+    return Endpoint(
+        host=host,
+        token=os.environ.get(args.token_env) if args.token_env else None,
+        cookies=args.cookies or os.environ.get("KFP_COOKIES"),
+        ca_cert=args.ca_cert,
+        namespace=args.namespace,
+    )
 
 
 def _upload(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import DISPLAY_NAMES, connect, upload
+    from autocomp.pipelines.client import (
+        DISPLAY_NAMES,
+        api_errors,
+        connect,
+        load_package,
+        upload,
+    )
 
     names = [args.pipeline] if args.pipeline else list(DISPLAY_NAMES)
-    client = connect(_host(args))
-    for name in names:
-        done = upload(client, name, _package(args, name))
+    packages = {name: Path(args.dist) / f"{name}.yaml" for name in names}
+    for name, package in packages.items():  # every package is checked before any upload
+        load_package(name, package)
+    endpoint = _endpoint(args)
+    client = connect(endpoint)
+    for name, package in packages.items():
+        with api_errors(endpoint.host):
+            done = upload(client, name, package)
         print(
             f"{name}: {done['action']} (pipeline {done['pipeline_id']}, version {done['version']})"
         )
 
 
-def _schedule(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import connect, schedule
+def _checked_params(args: argparse.Namespace) -> tuple[Path, dict]:
+    from autocomp.pipelines.client import load_package, typed_params
 
-    client = connect(_host(args))
-    run_id = schedule(
-        client,
-        args.pipeline,
-        args.name,
-        args.cron,
-        parse_params(args.param),
-        args.experiment,
-        args.max_concurrency,
-    )
+    package = Path(args.dist) / f"{args.pipeline}.yaml"
+    return package, typed_params(args.pipeline, args.param, load_package(args.pipeline, package))
+
+
+def _schedule(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.client import api_errors, connect, schedule
+
+    package, params = _checked_params(args)
+    endpoint = _endpoint(args)
+    with api_errors(endpoint.host):
+        run_id = schedule(
+            connect(endpoint),
+            args.pipeline,
+            package,
+            args.name,
+            args.cron,
+            params,
+            args.experiment,
+            args.max_concurrency,
+            catchup=args.catchup,
+            namespace=args.namespace,
+        )
     print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import connect, submit
+    from autocomp.pipelines.client import api_errors, connect, submit
 
-    run_id = submit(
-        connect(_host(args)), args.pipeline, args.name, parse_params(args.param), args.experiment
-    )
+    package, params = _checked_params(args)
+    endpoint = _endpoint(args)
+    with api_errors(endpoint.host):
+        run_id = submit(
+            connect(endpoint),
+            args.pipeline,
+            package,
+            args.name,
+            params,
+            args.experiment,
+            namespace=args.namespace,
+        )
     print(f"run {run_id}: {args.pipeline}")
+
+
+def _doctor(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.doctor import doctor
+
+    if not doctor(_endpoint(args), args.store, args.dist, args.models or ["all"]):
+        raise SystemExit(1)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -90,7 +130,7 @@ def _run(args: argparse.Namespace) -> None:
         seed=args.seed,
         num_shards=args.num_shards,
     )
-    results = f"{where['store']}/results/{args.name}"
+    results = f"{where['store']}/results/{where['name']}"
     rows = []
     for run in sorted(Path(results).iterdir()):
         for r in pq.read_table(run / "summary.parquet").to_pylist():
@@ -157,14 +197,31 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
 
     def client_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
+        p.add_argument(
+            "--token-env",
+            default="KFP_TOKEN",
+            help="environment variable holding a bearer token (default KFP_TOKEN; oauth2-proxy)",
+        )
+        p.add_argument("--cookies", default=None, help="session cookie, e.g. 'authservice_session"
+                       "=...' of a Dex login (default: $KFP_COOKIES)")  # fmt: skip
+        p.add_argument("--ca-cert", default=None, help="CA bundle (PEM) of a private endpoint")
+        p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow)")
+        p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
 
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
     client_args(p)
-    p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
     p.add_argument(
         "--pipeline", choices=PIPELINES, default=None, help="one pipeline (default both)"
     )
     p.set_defaults(run=_upload)
+
+    p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
+    client_args(p)
+    p.add_argument("--store", default=None, help="the store the pipelines use, e.g. s3://b/runs")
+    p.add_argument(
+        "--model", dest="models", action="append", default=[], help="a model to place (repeatable)"
+    )
+    p.set_defaults(run=_doctor)
 
     for verb, helptext in (
         ("schedule", "create a recurring run of an uploaded pipeline"),
@@ -179,12 +236,14 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
             action="append",
             default=[],
             metavar="NAME=VALUE",
-            help="pipeline parameter (repeatable), e.g. renderer=flux-dev",
+            help="pipeline parameter (repeatable), e.g. renderer=flux-dev; typed and checked "
+            "against the compiled pipeline in --dist",
         )
         p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
         if verb == "schedule":
             p.add_argument("--cron", required=True, help="6-field cron, e.g. '0 0 3 * * 1'")
             p.add_argument("--max-concurrency", type=int, default=1)
+            p.add_argument("--catchup", action="store_true", help="start missed runs after a pause")
             p.set_defaults(run=_schedule)
         else:
             p.set_defaults(run=_submit)

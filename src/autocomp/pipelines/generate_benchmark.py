@@ -1,6 +1,8 @@
-"""generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect ->
-curate -> negatives -> publish (paper Section 3). Parameter defaults are the `paper` profile
-(autocomp.config), the paper's models and settings (A.6)."""
+"""generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect
+(tables) -> curate -> negatives -> publish (paper Section 3). Images go from each render shard
+to its validate step and to publish only (autocomp.pipelines.artifacts). Parameter defaults
+are the `paper` profile (autocomp.config), the paper's models and settings (A.6). A run
+publishes under `<name>-<run id>` (plan.published_name): pass that name to evaluate_models."""
 
 from kfp import dsl
 
@@ -11,11 +13,11 @@ from autocomp.pipelines.resources import DEFAULT_STORE, configure
 PAPER = generate_arguments(PROFILES["paper"])
 
 
-def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
-    """The pipeline; retries=False for the local run (kfp.local honours retry policies)."""
+def build(cluster: bool = True):  # noqa: ANN201  (a kfp pipeline)
+    """The pipeline; cluster=False for the local run (see resources.configure)."""
 
-    def step(task, name, gpus=None):  # noqa: ANN001, ANN202
-        return configure(task, name, gpus, retries)
+    def step(task, name):  # noqa: ANN001, ANN202
+        return configure(task, name, cluster=cluster)
 
     @dsl.pipeline(
         name="autocomp-generate-benchmark",
@@ -44,6 +46,7 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
         keep_rejected: bool = PAPER["keep_rejected"],
         protocol: str = PAPER["protocol"],
         num_shards: int = PAPER["num_shards"],
+        unique_name: bool = True,
     ) -> str:
         concepts = step(
             c.sample(specs=specs, count=count, seed=seed, store=store, reuse=reuse_concepts),
@@ -76,6 +79,7 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
             )
             checked = step(
                 c.validate(
+                    table=rendered.outputs["table"],
                     images=rendered.outputs["images"],
                     detector=detector,
                     segmenter=segmenter,
@@ -88,13 +92,13 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
                 ),
                 "validate",
             )
-        images = step(c.collect(parts=dsl.Collected(rendered.outputs["images"])), "collect")
-        images.set_display_name("collect-images")
+        tables = step(c.collect(parts=dsl.Collected(rendered.outputs["table"])), "collect")
+        tables.set_display_name("collect-render-tables")
         verdicts = step(c.collect(parts=dsl.Collected(checked.outputs["verdicts"])), "collect")
         verdicts.set_display_name("collect-verdicts")
         curated = step(
             c.curate(
-                images=images.outputs["merged"],
+                render=tables.outputs["merged"],
                 verdicts=verdicts.outputs["merged"],
                 captions=captions.outputs["captions"],
                 keep_rejected=keep_rejected,
@@ -107,11 +111,13 @@ def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
         published = step(
             c.publish(
                 benchmark=benchmark.outputs["benchmark"],
-                images=images.outputs["merged"],
+                images=dsl.Collected(rendered.outputs["images"]),
                 concepts=concepts.outputs["concepts"],
                 curated=curated.outputs["curated"],
                 store=store,
                 name=name,
+                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                unique=unique_name,
             ),
             "publish",
         )

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 from pathlib import Path
 from typing import Any
+
+from autocomp.errors import UsageError
 
 
 def local_arguments(
@@ -38,6 +41,17 @@ def local_arguments(
     return arguments, evaluation
 
 
+def local_name(name: str, arguments: dict[str, Any], evaluation: dict[str, Any]) -> str:
+    """`<name>-<10 hex of the run's arguments>`: a run with other parameters on the same --out
+    and --name publishes and reports under another name (never a stale result), and the same
+    run again resumes."""
+    import hashlib
+    import json
+
+    text = json.dumps([arguments, evaluation], sort_keys=True, default=str)
+    return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
 def run_local(
     out: str | Path,
     name: str = "local",
@@ -47,7 +61,7 @@ def run_local(
 ) -> dict[str, Any]:
     """Run generate_benchmark then evaluate_models under kfp.local with a profile's arguments
     (autocomp.config); `overrides` replace generate_benchmark parameters (specs, count, seed,
-    num_shards, ...). Returns where things are."""
+    num_shards, ...). Returns where things are, and the run-unique benchmark name."""
     from kfp import local
 
     from autocomp.config import get_profile
@@ -63,12 +77,27 @@ def run_local(
     os.environ.setdefault("AUTOCOMP_CACHE", str(out / "cache"))
     store = str(out / "store")
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(out / "kfp"))
-    generate_benchmark = generate_module.build(retries=False)
-    evaluate_models = evaluate_module.build(retries=False)
+    generate_benchmark = generate_module.build(cluster=False)
+    evaluate_models = evaluate_module.build(cluster=False)
+    unique = local_name(name, arguments, evaluation)
     print_function = builtins.print  # kfp.local's indented_print can leave print patched
     try:
-        published = generate_benchmark(name=name, store=store, **arguments)
-        report = evaluate_models(name=name, store=store, **evaluation)
+        published = generate_benchmark(name=unique, store=store, unique_name=False, **arguments)
+        report = evaluate_models(name=unique, store=store, **evaluation)
+    except RuntimeError as exc:  # kfp.local: "Pipeline ... FAILURE. Inner task failed: <task>"
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        raise UsageError(
+            "run",
+            unique,
+            f"{plain} (its log is above); fix that step's input and run again "
+            "(outputs already published in the store are kept)",
+        ) from None
     finally:
         builtins.print = print_function
-    return {"benchmark": published.output, "report": report.output, "store": store}
+    page = report.output
+    return {
+        "benchmark": published.output,
+        "report": str(getattr(page, "path", page)),
+        "store": store,
+        "name": unique,
+    }

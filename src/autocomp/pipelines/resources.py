@@ -1,34 +1,50 @@
-"""Where each step runs on a cluster: resources, retries, caching, secrets, GPU placement.
+"""Where each step runs on a cluster: resources, scratch disk, retries, caching, secrets, the
+model cache, GPU placement. Data, in a few dicts: the pipelines apply it to their tasks; kfp.local
+ignores all of it (`configure(..., cluster=False)` adds nothing that would break a local run).
 
-Data, in one dict: the pipelines apply it to their tasks; kfp.local ignores all of it.
+Score steps get their resources from the model registry instead of from STEPS: models are grouped
+into resource classes by GPU count and the GPU memory each GPU must have (`score_class`), and each
+class is one sub-pipeline with its own GPU request, node affinity, CPU, memory and scratch disk.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
-# cpu/memory are limits (requests are set equal); gpus: nvidia.com/gpu count
+# cpu/memory are limits (requests are set equal); gpus: nvidia.com/gpu count; disk: the size of
+# the step's scratch volume (a generic ephemeral volume at /scratch, TMPDIR and downloads go
+# there; KFP 2.17's SDK has no ephemeral-storage resource setter, and a volume is what the
+# scheduler reserves); store: gets the S3 Secret; hub: gets the HF token and the model cache.
 STEPS: dict[str, dict[str, Any]] = {
-    "sample": {"cpu": "1", "memory": "2G", "cache": True},
+    "sample": {"cpu": "1", "memory": "2G", "cache": True, "store": True},
     "shard_plan": {"cpu": "1", "memory": "1G", "cache": True},
-    "caption": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3},
-    "render": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3},
-    "validate": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3},
-    "collect": {"cpu": "2", "memory": "4G", "cache": True},
-    "curate": {"cpu": "2", "memory": "8G", "cache": True},
+    "caption": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
+                "hub": True, "disk": "60Gi"},
+    "render": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
+               "hub": True, "disk": "120Gi"},
+    "validate": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
+                 "hub": True, "disk": "120Gi"},
+    "collect": {"cpu": "2", "memory": "4G", "cache": True},  # tables only
+    "curate": {"cpu": "2", "memory": "8G", "cache": True},  # tables only
     "negatives": {"cpu": "4", "memory": "8G", "cache": True},
-    "publish": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
-    "fetch": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
+    "publish": {"cpu": "4", "memory": "16G", "cache": False, "retries": 3, "store": True,
+                "disk": "400Gi"},  # every shard's images, then the embedded Parquet
+    "fetch": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
+              "disk": "200Gi"},
     "select_models": {"cpu": "1", "memory": "1G", "cache": False},
-    "score": {"cpu": "8", "memory": "64G", "cache": False, "retries": 3, "store": True},
     "collect_scores": {"cpu": "2", "memory": "4G", "cache": False},
-    "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
-    "finetune_split": {"cpu": "2", "memory": "8G", "cache": True},
+    "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
+               "disk": "200Gi"},
+    "finetune_split": {"cpu": "2", "memory": "8G", "cache": True, "store": True},
     "finetune_plan": {"cpu": "1", "memory": "1G", "cache": False},
-    "finetune_train": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 2},
-    "finetune_score": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3},
+    "finetune_train": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 2,
+                       "hub": True, "disk": "120Gi"},
+    "finetune_score": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
+                       "hub": True, "disk": "120Gi"},
     "finetune_report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
-}
+}  # fmt: skip
 DEFAULT_STORE = "s3://autocomp/runs"  # the pipelines' store parameter default
 SECRET = "autocomp-s3"
 SECRET_KEYS = {
@@ -36,35 +52,135 @@ SECRET_KEYS = {
     "access_key": "AWS_ACCESS_KEY_ID",
     "secret_key": "AWS_SECRET_ACCESS_KEY",
 }
-GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")
+HF_SECRET = "autocomp-hf"  # key `token`: a Hugging Face token with access to the gated models
+HF_SECRET_KEYS = {"token": "HF_TOKEN"}
+MODEL_CACHE_PVC = "autocomp-model-cache"  # filled once by manifests/base/model-cache-warmup.yaml
+MODEL_CACHE_PATH = "/models"
+MODEL_CACHE_ENV = {  # where the libraries look for weights inside a pod
+    "HF_HUB_CACHE": f"{MODEL_CACHE_PATH}/hub",
+    "AUTOCOMP_WEIGHTS_DIR": f"{MODEL_CACHE_PATH}/weights",  # file: weights (e.g. negclip.pth)
+}
+SCRATCH_PATH = "/scratch"
+# NVIDIA GPU feature discovery (the GPU operator) labels every GPU node with its per-GPU memory
+# in MiB; GKE/EKS without the operator: label the nodes the same way (README, cluster section).
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+GPU_TIERS_GB = (16, 24, 40, 48, 80, 141)  # the memory sizes GPUs are sold with
+# host memory: a share of the GPU memory (weights pass through it when they load), at least 16 GB
+SCORE_HOST = {"cpu_min": 4, "cpu_per_gpu": 4, "memory_gb_min": 16, "memory_per_gpu_memory": 0.75}
+SCORE_PARALLELISM = {0: 4, 1: 8}  # concurrent score pods per class, by GPU count; else 1
 
 
-def configure(task: Any, step: str, gpus: int | None = None, retries: bool = True) -> Any:
-    """Apply one step's settings to a pipeline task (gpus overrides the step's GPU count;
-    retries=False for the local run, where a failure is a bug to see at once, not a flaky node
-    to wait out with backoff)."""
-    from kfp import kubernetes
+@dataclass(frozen=True)
+class ScoreClass:
+    """The resources of one group of score steps: `gpus` GPUs of at least `gpu_gb` GB each."""
 
-    spec = STEPS[step]
-    gpus = spec.get("gpus", 0) if gpus is None else gpus
+    gpus: int
+    gpu_gb: int
+
+    @property
+    def name(self) -> str:
+        return "cpu" if not self.gpus else f"{self.gpus}x{self.gpu_gb}gb"
+
+    @property
+    def cpu(self) -> str:
+        return str(max(SCORE_HOST["cpu_min"], SCORE_HOST["cpu_per_gpu"] * self.gpus))
+
+    @property
+    def memory(self) -> str:
+        share = math.ceil(SCORE_HOST["memory_per_gpu_memory"] * self.gpus * self.gpu_gb)
+        return f"{max(SCORE_HOST['memory_gb_min'], share)}G"
+
+    @property
+    def disk(self) -> str:  # room to download the weights once when the cache misses
+        return f"{max(20, math.ceil(1.2 * self.gpus * self.gpu_gb))}Gi"
+
+    @property
+    def parallelism(self) -> int:
+        return SCORE_PARALLELISM.get(self.gpus, 1)
+
+
+def score_class(gpus: int, gpu_memory_gb: float) -> ScoreClass:
+    """The resource class of a model that needs `gpus` GPUs and `gpu_memory_gb` GB in all:
+    the smallest GPU tier that holds its share on each GPU."""
+    if not gpus:
+        return ScoreClass(0, 0)
+    share = gpu_memory_gb / gpus
+    tier = next((t for t in GPU_TIERS_GB if t >= share), None)
+    if tier is None:
+        raise ValueError(
+            f"{gpu_memory_gb} GB on {gpus} GPUs is {share:.0f} GB per GPU, more than any GPU "
+            f"({GPU_TIERS_GB[-1]} GB); give the model more GPUs in the registry"
+        )
+    return ScoreClass(gpus, tier)
+
+
+def gpu_memory_affinity(gpu_gb: int) -> list[dict[str, Any]]:
+    """Node affinity: nodes whose GPUs have at least `gpu_gb` GB (the label is in MiB; a 40 GB
+    card reports about 40960, an 80 GB one about 81559)."""
+    return [{"key": GPU_MEMORY_LABEL, "operator": "Gt", "values": [str(gpu_gb * 1000 - 1)]}]
+
+
+def configure(
+    task: Any,
+    step: str,
+    score: ScoreClass | None = None,
+    cluster: bool = True,
+) -> Any:
+    """Apply one step's settings to a pipeline task (`score`: a score step's resource class;
+    cluster=False for the local run: no retries (a failure there is a bug to see at once), and
+    no environment that points at cluster volumes)."""
+    spec = dict(STEPS.get(step, {}))
+    if score is not None:
+        spec = {"cpu": score.cpu, "memory": score.memory, "cache": False, "retries": 3,
+                "store": True, "hub": True, "disk": score.disk}  # fmt: skip
     task.set_cpu_limit(spec["cpu"]).set_cpu_request(spec["cpu"])
     task.set_memory_limit(spec["memory"]).set_memory_request(spec["memory"])
     task.set_caching_options(spec["cache"])
-    if retries and spec.get("retries"):
+    if not cluster:
+        return task
+    if spec.get("retries"):
         task.set_retry(
             num_retries=spec["retries"],
             backoff_duration="60s",
             backoff_factor=2.0,
             backoff_max_duration="3600s",
         )
+    gpus = score.gpus if score is not None else spec.get("gpus", 0)
     if gpus:
-        task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(gpus)
-        kubernetes.add_node_selector(
-            task, label_key=GPU_NODE_LABEL[0], label_value=GPU_NODE_LABEL[1]
+        _place_on_gpus(task, gpus, score.gpu_gb if score is not None else 0)
+    _wire_volumes_and_secrets(task, spec)
+    return task
+
+
+def _place_on_gpus(task: Any, gpus: int, gpu_gb: int) -> None:
+    from kfp import kubernetes
+
+    task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(gpus)
+    kubernetes.add_toleration(task, key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
+    if gpu_gb:
+        kubernetes.add_node_affinity(task, match_expressions=gpu_memory_affinity(gpu_gb))
+
+
+def _wire_volumes_and_secrets(task: Any, spec: dict[str, Any]) -> None:
+    from kfp import kubernetes
+
+    if spec.get("disk"):
+        kubernetes.add_ephemeral_volume(
+            task,
+            volume_name="scratch",
+            mount_path=SCRATCH_PATH,
+            access_modes=["ReadWriteOnce"],
+            size=spec["disk"],
         )
-        kubernetes.add_toleration(
-            task, key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"
-        )
+        task.set_env_variable("TMPDIR", SCRATCH_PATH)
     if spec.get("store"):
         kubernetes.use_secret_as_env(task, secret_name=SECRET, secret_key_to_env=SECRET_KEYS)
-    return task
+    if spec.get("hub"):
+        # optional: runs of ungated models start without it; a gated model then fails with the
+        # weights error that names HF_TOKEN (and `autocomp doctor` says the Secret is missing)
+        kubernetes.use_secret_as_env(
+            task, secret_name=HF_SECRET, secret_key_to_env=HF_SECRET_KEYS, optional=True
+        )
+        kubernetes.mount_pvc(task, pvc_name=MODEL_CACHE_PVC, mount_path=MODEL_CACHE_PATH)
+        for name, value in MODEL_CACHE_ENV.items():
+            task.set_env_variable(name, value)

@@ -22,6 +22,7 @@ from typing import Any
 from autocomp.devices import select_device, select_dtype
 from autocomp.errors import weights_error
 from autocomp.scoring import ScoreRequest
+from autocomp.scoring.placement import load_options
 from autocomp.scoring.registry import ModelEntry
 
 DEFAULT_PROMPT = "Describe this image in one sentence."
@@ -42,6 +43,8 @@ class VlmScorer:
         chunk_size: int = 128,
         naive: bool = False,
         random_weights: bool = False,
+        max_memory: dict[Any, str] | None = None,
+        offload_folder: str | None = None,
         **_: Any,
     ) -> None:
         import transformers
@@ -62,17 +65,26 @@ class VlmScorer:
         try:
             model_class = getattr(transformers, entry.model_class or "")
             self.processor = transformers.AutoProcessor.from_pretrained(
-                source, trust_remote_code=entry.trust_remote_code
+                source,
+                trust_remote_code=entry.trust_remote_code,
+                revision=None if entry.is_tiny else entry.revision,
             )
             if random_weights:  # throughput benchmarks: the architecture without its weights
                 config = transformers.AutoConfig.from_pretrained(
                     source, trust_remote_code=entry.trust_remote_code
                 )
                 self.model = model_class._from_config(config, dtype=dtype).to(self.device)
-            else:
+            else:  # several GPUs (or a given budget): accelerate places the layers
+                placement = load_options(entry, self.device, max_memory, offload_folder)
                 self.model = model_class.from_pretrained(
-                    source, dtype=dtype, trust_remote_code=entry.trust_remote_code
-                ).to(self.device)
+                    source,
+                    dtype=dtype,
+                    trust_remote_code=entry.trust_remote_code,
+                    revision=None if entry.is_tiny else entry.revision,
+                    **placement,
+                )
+                if not placement:
+                    self.model = self.model.to(self.device)
         except (OSError, ValueError, AttributeError) as exc:
             raise weights_error(f"weights of {entry.name}", source, exc) from exc
         self.model.eval()

@@ -42,6 +42,7 @@ _REQUIRED = {
 }
 _OPTIONAL = {
     "paper_name", "hf_hub", "notes", "allow_remote_code", "prompt", "tiny_config", "base_model",
+    "revision", "params_b",
 }  # fmt: skip
 
 
@@ -49,7 +50,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "title": str, "weights": str, "dtype": str, "gpus": int,
     "gpu_memory_gb": (int, float), "trust_remote_code": bool, "allow_remote_code": bool,
     "architecture": str, "model_class": str, "preprocess": dict, "prompt": str,
-    "base_model": str,
+    "base_model": str, "revision": str, "params_b": (int, float),
 }  # fmt: skip
 
 
@@ -75,6 +76,8 @@ class ModelEntry:
     prompt: str | None = None
     allow_remote_code: bool = False
     base_model: str | None = None  # hard-negative fine-tunes: the model they started from
+    revision: str | None = None  # a hub commit to load (pinned weights); None: the main branch
+    params_b: float | None = None  # billions of parameters (the multi-GPU placement planner)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

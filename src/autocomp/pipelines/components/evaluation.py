@@ -1,9 +1,9 @@
 """Components of the evaluate_models pipeline."""
 
-from typing import List  # noqa: UP035  (KFP reads the annotation's name)
+from typing import List, NamedTuple  # noqa: UP035  (KFP reads the annotation's name)
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Output
+from kfp.dsl import HTML, Dataset, Input, Metrics, Output
 
 from autocomp.pipelines.components import image
 
@@ -25,20 +25,43 @@ def fetch(store: str, name: str, benchmark: Output[Dataset]) -> None:
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
-def select_models(requested: List[str], gpus: int) -> List[str]:  # noqa: UP006
-    from autocomp.scoring.registry import models_for
+def select_models(
+    requested: List[str],  # noqa: UP006
+    members: List[str],  # noqa: UP006
+    everything: List[str],  # noqa: UP006
+    known: List[str],  # noqa: UP006
+    left_out: dict,
+) -> NamedTuple("Selected", [("models", List[str]), ("count", int)]):  # noqa: UP006
+    from collections import namedtuple
 
-    return models_for(requested, gpus)
+    from autocomp.pipelines.plan import ALL, select
+
+    if requested == [ALL]:
+        for model, why in left_out.items():
+            print(f"not in 'all': {model}: {why}")
+    chosen = select(requested, members, everything, known)
+    return namedtuple("Selected", ["models", "count"])(chosen, len(chosen))
 
 
 @dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def score(
-    benchmark: Input[Dataset], model: str, store: str, name: str, scores: Output[Dataset]
+    benchmark: Input[Dataset],
+    model: str,
+    store: str,
+    name: str,
+    registry: str,
+    scores: Output[Dataset],
 ) -> None:
     import os
+    import tempfile
 
+    from autocomp.scoring.registry import REGISTRY_ENV
     from autocomp.scoring.stage import score_model
 
+    path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(registry)  # the compiling machine's entry, not the image's
+    os.environ[REGISTRY_ENV] = path
     score_model(model, os.path.join(benchmark.path, "benchmark.parquet"), scores.path, store, name)
 
 
@@ -50,8 +73,14 @@ def collect_scores(parts: Input[List[Dataset]], results: Output[Dataset]) -> Non
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
-def report(store: str, name: str, seed: int, report: Output[Dataset]) -> str:
-    from autocomp.analysis.report import report_from_store
+def report(
+    store: str,
+    name: str,
+    seed: int,
+    tables: Output[Dataset],
+    page: Output[HTML],
+    accuracy: Output[Metrics],
+) -> None:
+    from autocomp.pipelines.report_outputs import write_report_outputs
 
-    done = report_from_store(store, name, report.path, seed)
-    return str(done["html"])
+    write_report_outputs(store, name, seed, tables.path, page.path, accuracy.log_metric)

@@ -1,4 +1,6 @@
-"""Components of the generate_benchmark pipeline. Every output is a folder (Dataset artifact)."""
+"""Components of the generate_benchmark pipeline. Every output is a folder (Dataset artifact);
+a render shard's tables and images are separate artifacts (autocomp.pipelines.artifacts), so
+only validate and publish download images."""
 
 from typing import List  # noqa: UP035  (KFP reads the annotation's name)
 
@@ -59,10 +61,14 @@ def render(
     shard: int,
     num_shards: int,
     batch_size: int,
+    table: Output[Dataset],
     images: Output[Dataset],
 ) -> None:
+    import tempfile
+
     from autocomp.config import RenderConfig
     from autocomp.generation.render import render_stage
+    from autocomp.pipelines.artifacts import split_render
 
     config = RenderConfig(
         renderer=renderer,
@@ -71,11 +77,14 @@ def render(
         batch_size=batch_size,
         settings=settings,
     )
-    render_stage(captions.path, images.path, config, shard)
+    work = tempfile.mkdtemp(prefix="render-")
+    render_stage(captions.path, work, config, shard)
+    split_render(work, table.path, images.path)
 
 
 @dsl.component(base_image=image("gpu"), install_kfp_package=False)
 def validate(
+    table: Input[Dataset],
     images: Input[Dataset],
     detector: str,
     segmenter: str,
@@ -87,8 +96,11 @@ def validate(
     num_shards: int,
     verdicts: Output[Dataset],
 ) -> None:
+    import tempfile
+
     from autocomp.config import ValidateConfig
     from autocomp.generation.validate import validate_stage
+    from autocomp.pipelines.artifacts import join
 
     config = ValidateConfig(
         detector=detector,
@@ -99,7 +111,8 @@ def validate(
         all_checks=all_checks,
         settings=settings,
     )
-    validate_stage(images.path, verdicts.path, config, shard)
+    render = join([table.path, images.path], tempfile.mkdtemp(prefix="validate-"))
+    validate_stage(render, verdicts.path, config, shard)
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
@@ -111,7 +124,7 @@ def collect(parts: Input[List[Dataset]], merged: Output[Dataset]) -> None:  # no
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
 def curate(
-    images: Input[Dataset],
+    render: Input[Dataset],
     verdicts: Input[Dataset],
     captions: Input[Dataset],
     keep_rejected: bool,
@@ -121,7 +134,7 @@ def curate(
     from autocomp.generation.curate import curate_stage
 
     config = CurateConfig(keep_rejected=keep_rejected)
-    curate_stage(images.path, verdicts.path, curated.path, captions.path, config)
+    curate_stage(render.path, verdicts.path, curated.path, captions.path, config)
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
@@ -142,23 +155,27 @@ def negatives(curated: Input[Dataset], protocol: str, benchmark: Output[Dataset]
 @dsl.component(base_image=image("core"), install_kfp_package=False)
 def publish(
     benchmark: Input[Dataset],
-    images: Input[Dataset],
+    images: Input[List[Dataset]],  # noqa: UP006  (every render shard's images)
     concepts: Input[Dataset],
     curated: Input[Dataset],
     store: str,
     name: str,
+    run_id: str,
+    unique: bool,
 ) -> str:
     import os
     import tempfile
 
+    from autocomp.pipelines.artifacts import join
+    from autocomp.pipelines.plan import published_name
     from autocomp.store.publish import publish_stage
 
     return publish_stage(
         os.path.join(benchmark.path, "benchmark.parquet"),
-        images.path,
+        join([p.path for p in images], tempfile.mkdtemp(prefix="images-")),
         tempfile.mkdtemp(prefix="publish-"),
         store,
-        name,
+        published_name(name, run_id, unique),
         os.path.join(concepts.path, "concepts.parquet"),
         os.path.join(curated.path, "survival.parquet"),
     )
