@@ -17,6 +17,9 @@ PIPELINES = ("generate_benchmark", "evaluate_models")
 
 def _compile(args: argparse.Namespace) -> None:
     from autocomp.pipelines.compile import compile_all
+    from autocomp.store.shards import prepare_folder
+
+    prepare_folder(args.out)
 
     for name, path in compile_all(args.out).items():
         print(f"compiled {name} -> {path}")
@@ -53,13 +56,21 @@ def _upload(args: argparse.Namespace) -> None:
 def _schedule(args: argparse.Namespace) -> None:
     from autocomp.pipelines.client import connect, schedule
 
+    params = parse_params(args.param)
+    if len(args.cron.split()) != 6:
+        raise UsageError(
+            "--cron", args.cron, "KFP cron has 6 fields: second minute hour day month weekday "
+            "(e.g. '0 0 3 * * 1' = Mondays 03:00)",
+        )  # fmt: skip
+    if args.max_concurrency < 1:
+        raise UsageError("--max-concurrency", args.max_concurrency, "must be at least 1")
     client = connect(_host(args))
     run_id = schedule(
         client,
         args.pipeline,
         args.name,
         args.cron,
-        parse_params(args.param),
+        params,
         args.experiment,
         args.max_concurrency,
     )
@@ -69,10 +80,30 @@ def _schedule(args: argparse.Namespace) -> None:
 def _submit(args: argparse.Namespace) -> None:
     from autocomp.pipelines.client import connect, submit
 
-    run_id = submit(
-        connect(_host(args)), args.pipeline, args.name, parse_params(args.param), args.experiment
-    )
+    params = parse_params(args.param)
+    run_id = submit(connect(_host(args)), args.pipeline, args.name, params, args.experiment)
     print(f"run {run_id}: {args.pipeline}")
+
+
+def _check_run_arguments(args: argparse.Namespace) -> None:
+    """Specs, counts, models and the output folder are checked before any pipeline task."""
+    from autocomp.config import get_profile
+    from autocomp.protocol.stages import check_specs
+    from autocomp.scoring.registry import get_model
+
+    profile = get_profile(args.profile)
+    specs = args.specs if args.specs is not None else profile.sample.specs
+    count = args.count if args.count is not None else profile.sample.count
+    check_specs(specs, count)
+    if args.num_shards is not None and args.num_shards < 1:
+        raise UsageError("--num-shards", args.num_shards, "must be at least 1")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError("--seed", args.seed, "must be 0 or more")
+    for name in args.models:
+        get_model(name)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder for the run")
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -80,6 +111,7 @@ def _run(args: argparse.Namespace) -> None:
 
     from autocomp.pipelines.local import run_local
 
+    _check_run_arguments(args)
     where = run_local(
         args.out,
         name=args.name,

@@ -30,12 +30,18 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp.config import RenderConfig
-from autocomp.devices import select_device, select_dtype
+from autocomp.devices import check_device, select_device, select_dtype
 from autocomp.errors import UsageError
-from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
+from autocomp.generation.registry import (
+    GenerationModel,
+    check_settings,
+    get_generation_model,
+    weights_error,
+)
 from autocomp.store.shards import (
     check_shard_args,
     finished,
+    input_digest,
     prepare_folder,
     read_stage,
     shard_of,
@@ -197,9 +203,12 @@ def render_stage(
 ) -> dict[str, int]:
     """`autocomp render`: images and render table for the selected shards; returns counts."""
     entry = get_generation_model("renderer", config.renderer)
+    check_settings(entry, config.settings)
     shards = check_shard_args(shard, config.num_shards)
     if config.batch_size < 1:
         raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+    check_device(config.device)
+    folder = prepare_folder(out)
     table, _ = read_stage(captions, "captions", "--captions")
     require_columns(
         captions,
@@ -207,13 +216,12 @@ def render_stage(
         ("concept_id", "contextual_caption", "status"),
         "give the caption stage's output folder",
     )
-    folder = prepare_folder(out)
     settings = {**entry.settings, **config.settings}
     record = {
         "renderer": entry.record(config.settings),
         "seed": config.seed,
         "num_shards": config.num_shards,
-        "input": Path(captions).name,
+        "input_sha256": input_digest(captions, "captions", "--captions"),
     }
     todo = [
         s
