@@ -31,6 +31,7 @@ from autocomp.analysis.html import render_html
 from autocomp.analysis.latex import to_latex
 from autocomp.analysis.load import family_kinds, load_run
 from autocomp.errors import UsageError
+from autocomp.store.tables import sweep_stale
 
 # ----------------------------------------------------------------------------- human studies
 
@@ -190,6 +191,7 @@ def report_stage(
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
     # everything is written into a staging folder first, then swapped in: a failed report leaves
     # the previous one whole, and a new report never keeps an older report's extra tables
+    sweep_stale(out.parent)
     staging = out.parent / f".{out.name}.report-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "tables").mkdir(parents=True)

@@ -10,12 +10,14 @@ by float rounding (measured: at most 1 level in under 0.02 % of pixels).
 Images are PNG (lossless) at `images/<concept_id>/<condition>.png` under the stage folder, each
 with a `autocomp` PNG text chunk (prompt, seed, model, settings). An image is written atomically;
 on a re-run, images that already exist and decode are reused (a killed shard resumes where it
-stopped), then the shard's table is written.
+stopped), then the shard's table is written. The table does not say which images were reused, so
+a resumed shard is byte-identical to one that ran through (at the same batch size; the summary
+counts the reused images).
 
 render table (one row per sample):
     sample_id, concept_id, family, n, objects, attributes, condition, caption,
     image (path relative to the stage folder), seed (int64), renderer, width, height,
-    sha256 (of the PNG file), reused (bool: found on disk from an earlier run)
+    sha256 (of the PNG file)
 """
 
 from __future__ import annotations
@@ -68,7 +70,6 @@ RENDER_SCHEMA = pa.schema(
         ("width", pa.int32()),
         ("height", pa.int32()),
         ("sha256", pa.string()),
-        ("reused", pa.bool_()),
     ]
 )
 
@@ -269,7 +270,6 @@ def render_stage(
                         "width": sizes[i][0],
                         "height": sizes[i][1],
                         "sha256": file_sha256(paths[i]),
-                        "reused": i not in need,
                     }
                 )
                 summary["reused" if i not in need else "images"] += 1

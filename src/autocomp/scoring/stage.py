@@ -50,6 +50,7 @@ from autocomp.store.tables import (
     read_metadata,
     read_rows,
     require_columns,
+    sweep_stale,
     with_sample_keys,
     write_table,
 )
@@ -349,6 +350,8 @@ def score_stage(
         "blind": blind, "autocomp_version": __version__,
     }  # fmt: skip
     _check_run(out, record)
+    for folder in (out, out / "scores", out / "predictions"):
+        sweep_stale(folder)
     if (out / "predictions").is_dir():
         _drop_failures(out)
     done = _done_ids(out) if (out / "predictions").is_dir() else set()

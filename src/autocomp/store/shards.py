@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from autocomp.errors import UsageError
 from autocomp.store.storage import file_sha256
-from autocomp.store.tables import check_writable, open_parquet, read_metadata
+from autocomp.store.tables import check_writable, open_parquet, read_metadata, sweep_stale
 
 _NAME = re.compile(r"^(?P<kind>[a-z_]+)-(?P<i>\d{5})-of-(?P<k>\d{5})\.parquet$")
 
@@ -56,6 +56,8 @@ def prepare_folder(folder: str | Path) -> Path:
     if not folder.parent.is_dir():
         raise UsageError("--out", str(folder), f"folder {folder.parent} does not exist")
     check_writable(folder if folder.is_dir() else folder.parent, "--out", folder)
+    sweep_stale(folder)
+    sweep_stale(folder / "images")
     return folder
 
 

@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from autocomp import __version__
 from autocomp.errors import UsageError
+from autocomp.store.tables import sweep_stale
 
 MANIFEST = "_manifest.json"
 ENDPOINT_ENV = "AUTOCOMP_S3_ENDPOINT"
@@ -134,6 +135,7 @@ class LocalStore:
             return existing
         manifest = build_manifest(name, Path(folder), made_by)
         target = self.root / name
+        sweep_stale(target.parent)
         tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns(MANIFEST))

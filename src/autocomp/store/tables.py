@@ -39,6 +39,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -178,7 +180,43 @@ def check_output_path(
             "--out", str(path), "exists; choose a new path, or pass --force to replace it"
         )
     check_writable(path.parent, "--out", path)
+    sweep_stale(path.parent)
     return path
+
+
+_STALE = re.compile(r"^\..+\.(tmp|report|fetch)-(?P<pid>\d+)(-[0-9a-f]+)?$")
+
+
+def sweep_stale(folder: str | Path) -> int:
+    """Remove the temporary files and folders that killed runs left in `folder` (hidden names
+    ending in .tmp-PID, whose process is gone); a live process's are left alone. Returns how
+    many were removed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for path in folder.iterdir():
+        match = _STALE.match(path.name)
+        if not match or _alive(int(match["pid"])):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager
