@@ -86,11 +86,13 @@ class CurateConfig:
 
 @dataclass(frozen=True)
 class NegativesConfig:
-    """`negatives`: Swap and Confusion candidate sets (workers: None = up to 2 processes)."""
+    """`negatives`: Swap and Confusion candidate sets (workers: None = up to 2 processes;
+    force: replace an existing output table)."""
 
     protocol: str = "paper"
     workers: int | None = None
     batch_size: int = 256
+    force: bool = False
 
 
 @dataclass(frozen=True)

@@ -160,3 +160,47 @@ def test_cli_models_and_score(tmp_path, benchmark, capsys):
         )
         == 2
     )
+
+
+@pytest.mark.slow
+def test_failed_items_are_retried_by_the_next_run(tmp_path, benchmark):
+    """A wrong images folder fails every item; the re-run with the right one scores them all
+    (failures never stick), and the summary counts each item once."""
+    path, root = benchmark
+    entry = get_model("tiny-clip")
+    wrong = tmp_path / "elsewhere"
+    wrong.mkdir()
+    out = tmp_path / "run"
+    factory = lambda: load_scorer("tiny-clip", "cpu")  # noqa: E731
+    first = score_stage(entry, path, out, factory, ScoreConfig(str(wrong)))
+    assert set(first.column("failed").to_pylist()) == set(first.column("items").to_pylist())
+    again = score_stage(entry, path, out, factory, ScoreConfig(root))
+    swap = {(r["n"], r["protocol"]): r for r in again.to_pylist() if r["set"] == "swap"}
+    assert swap[(2, "paper")]["items"] == 5 and swap[(2, "paper")]["failed"] == 2  # 2 bad files
+    predictions = read_predictions(out)
+    keys = list(zip(*(predictions[c].to_pylist() for c in ("sample_id", "set", "protocol"))))
+    assert len(keys) == len(set(keys))  # no item counted twice
+
+
+@pytest.mark.slow
+def test_paths_leaving_the_images_root_and_bombs_fail_their_item(tmp_path, benchmark):
+    from PIL import Image
+
+    path, root = benchmark
+    table = pq.read_table(path)
+    outside = tmp_path / "secret.png"
+    Image.new("RGB", (8, 8)).save(outside)
+    (root / "link.png").symlink_to(outside)
+    bomb = root / "bomb.png"
+    Image.new("1", (20000, 20000)).save(bomb)  # 400 Mpx: above PIL's decompression-bomb limit
+    refs = ["../secret.png", str(outside), "link.png", "bomb.png"]
+    refs += table.column("image").to_pylist()[len(refs) :]
+    pq.write_table(table.set_column(table.schema.get_field_index("image"), "image",
+                                    pa.array(refs)), tmp_path / "hostile.parquet")  # fmt: skip
+    score_stage(get_model("tiny-clip"), tmp_path / "hostile.parquet", tmp_path / "run",
+                lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(root))  # fmt: skip
+    reasons = {p["sample_id"]: p["reason"] for p in read_predictions(tmp_path / "run").to_pylist()}
+    ids = table.column("concept_id").to_pylist()
+    for i in range(3):
+        assert "leaves the images root" in reasons[ids[i]], reasons[ids[i]]
+    assert "image unreadable" in reasons[ids[3]] and "decompression bomb" in reasons[ids[3]]

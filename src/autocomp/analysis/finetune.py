@@ -12,7 +12,6 @@ Intervals: 95 % percentile bootstrap over samples of the seed-averaged per-sampl
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.analysis.escape import escape
 from autocomp.analysis.statistics import CONFIDENCE
 
 RUN_FILE = "finetune.json"
@@ -225,8 +225,8 @@ def svg_curve(curve: list[dict], title: str = "training curve") -> str:
     colors = ["#555", "#1f77b4", "#d62728"]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{html.escape(title)}">',
-        f'<text x="4" y="14" font-size="13" font-weight="bold">{html.escape(title)}</text>',
+        f'aria-label="{escape(title)}">',
+        f'<text x="4" y="14" font-size="13" font-weight="bold">{escape(title)}</text>',
         f'<text x="{left}" y="{height - 8}" font-size="10">step {lo}</text>',
         f'<text x="{width - right}" y="{height - 8}" font-size="10" text-anchor="end">'
         f"step {hi}</text>",
@@ -241,7 +241,7 @@ def svg_curve(curve: list[dict], title: str = "training curve") -> str:
             )
         parts.append(
             f'<text x="{width - right + 10}" y="{40 + 14 * i}" font-size="11" '
-            f'fill="{colors[i]}">{html.escape(name)}</text>'
+            f'fill="{colors[i]}">{escape(name)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -274,13 +274,13 @@ def write_report(
         meta = Path(folder) / "run.json"
         if svg.is_file() and meta.is_file():
             title = json.loads(meta.read_text())["entry"]
-            curves.append(f"<h3>{html.escape(title)}</h3>{svg.read_text()}")
+            curves.append(f"<h3>{escape(title)}</h3>{svg.read_text()}")
     page = (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>autocomp fine-tuning (Table 8)</title><style>{CSS}</style></head><body>"
-        f"<h1>Confusion fine-tuning (Table 8)</h1><p class=note>{html.escape(TABLE8_NOTE)}</p>"
+        f"<h1>Confusion fine-tuning (Table 8)</h1><p class=note>{escape(TABLE8_NOTE)}</p>"
         f"{html_table(tables['table8'])}<h2>Against the pretrained model</h2>"
-        f"<p class=note>{html.escape(DELTAS_NOTE)}</p>{html_table(tables['finetune_deltas'])}"
+        f"<p class=note>{escape(DELTAS_NOTE)}</p>{html_table(tables['finetune_deltas'])}"
         f"<h2>Training curves</h2>{''.join(curves)}"
         f'<p class=note><a href="full/index.html">The whole report over these runs</a></p>'
         "</body></html>"

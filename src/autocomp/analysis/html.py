@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from typing import Any
@@ -11,6 +10,7 @@ import pyarrow as pa
 
 from autocomp import __version__
 from autocomp.analysis import finetune as finetune_analysis
+from autocomp.analysis.escape import escape
 from autocomp.analysis.plots import plots
 
 
@@ -27,11 +27,9 @@ def _fmt(v: Any) -> str:
 def html_table(table: pa.Table, limit: int = 400) -> str:
     if table.num_rows == 0:
         return "<p class=empty>No rows: this run has no data for this analysis.</p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.column_names)
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.column_names)
     body = "".join(
-        "<tr>"
-        + "".join(f"<td>{html.escape(_fmt(r[c]))}</td>" for c in table.column_names)
-        + "</tr>"
+        "<tr>" + "".join(f"<td>{escape(_fmt(r[c]))}</td>" for c in table.column_names) + "</tr>"
         for r in table.slice(0, limit).to_pylist()
     )
     more = (
@@ -106,6 +104,7 @@ SECTIONS = [
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
+.warning{background:#fff4d6;border-left:4px solid #e0a800;padding:4px 8px}
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:12px;margin:.5rem 0}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}th{background:#f3f3f3}
@@ -117,29 +116,33 @@ code{background:#f3f3f3;padding:0 3px}"""
 def render_html(data: dict[str, Any], tables: dict[str, pa.Table], seed: int) -> str:
     def entry(name: str, m: dict) -> str:
         weights, backend, score = (
-            html.escape(str(m.get(k, ""))) for k in ("weights", "backend", "score")
+            escape(str(m.get(k, ""))) for k in ("weights", "backend", "score")
         )
-        return f"<li><code>{html.escape(name)}</code>: {weights} ({backend}, score {score})</li>"
+        return f"<li><code>{escape(name)}</code>: {weights} ({backend}, score {score})</li>"
+
+    def extra(key: str) -> str:
+        note = (data.get("notes") or {}).get(key)
+        return f"<p class=warning>{escape(note)}</p>" if note else ""
 
     models = "".join(entry(name, m) for name, m in sorted(data["models"].items()))
-    title = html.escape(data.get("title") or data["run"].name)
+    title = escape(data.get("title") or data["run"].name)
     protocols = (
         sorted(set(tables["accuracy"].column("protocol").to_pylist()))
         if tables["accuracy"].num_rows
         else []
     )
     meta = data["meta"]
-    provenance = html.escape(json.dumps(meta, indent=1, sort_keys=True, default=str)[:50000])
+    provenance = escape(json.dumps(meta, indent=1, sort_keys=True, default=str)[:50000])
     sections = []
     for key, heading, note in SECTIONS:
         if key in tables:
             sections.append(
-                f"<h2 id={key}>{html.escape(heading)}</h2>"
-                f"<p class=note>{html.escape(note)}</p>{html_table(tables[key])}"
+                f'<h2 id="{escape(key, "id")}">{escape(heading)}</h2>'
+                f"<p class=note>{escape(note)}</p>{extra(key)}{html_table(tables[key])}"
             )
     for key in sorted(k for k in tables if k.startswith("judge_agreement_")):
         sections.append(
-            f"<h2 id={key}>Agreement with judge {html.escape(key[16:])} (Table 21)</h2>"
+            f'<h2 id="{escape(key, "id")}">Agreement with judge {escape(key[16:])} (Table 21)</h2>'
             f"<p class=note>a = this run's verdicts, b = the other judge; Cohen's kappa.</p>"
             f"{html_table(tables[key])}"
         )
@@ -147,10 +150,10 @@ def render_html(data: dict[str, Any], tables: dict[str, pa.Table], seed: int) ->
 <html lang="en"><head><meta charset="utf-8"><title>autocomp report: {title}</title>
 <style>{CSS}</style></head><body>
 <h1>autocomp report: {title}</h1>
-<p>Protocols: {html.escape(", ".join(protocols))} (paper keeps candidates that describe the
+<p>Protocols: {escape(", ".join(protocols))} (paper keeps candidates that describe the
 positive's scene, strict drops them). autocomp {__version__}; analysis seed {seed};
-benchmark protocol {html.escape(str(meta.get("protocol", "?")))}, made by autocomp
-{html.escape(str(meta.get("autocomp_version", "?")))}.</p>
+benchmark protocol {escape(str(meta.get("protocol", "?")))}, made by autocomp
+{escape(str(meta.get("autocomp_version", "?")))}.</p>
 <p>Models and weights:</p><ul>{models}</ul>
 {plots(tables)}
 {"".join(sections)}

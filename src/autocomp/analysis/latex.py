@@ -7,6 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.analysis.escape import escape
+
 
 def to_latex(table: pa.Table, caption: str) -> str:
     """A booktabs LaTeX table."""
@@ -15,7 +17,7 @@ def to_latex(table: pa.Table, caption: str) -> str:
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return "--" if math.isnan(v) else f"{v:.3f}"
-        return str(v).replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+        return escape(v, "latex")
 
     lines = [
         r"\begin{table}[t]",

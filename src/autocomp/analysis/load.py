@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from autocomp.analysis import finetune as finetune_analysis
 from autocomp.errors import UsageError
+from autocomp.store.tables import with_sample_keys
 
 BENCH_COLUMNS = [
     "sample_id",
@@ -30,31 +31,40 @@ BENCH_COLUMNS = [
 ]
 
 
-def load_run(run: str | Path) -> dict[str, Any]:
+def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
+    """Everything the report reads from a run folder (`option`: the flag that named it)."""
     run = Path(run)
     if not run.is_dir():
         raise UsageError(
-            "--run", str(run), "no such folder; give a run folder (see autocomp report --help)"
+            option, str(run), "no such folder; give a run folder (see autocomp report --help)"
         )
     bench_dir = run / "benchmark"
     files = sorted((bench_dir / "data").glob("*.parquet")) if bench_dir.is_dir() else []
     if not files and (run / "benchmark.parquet").is_file():
         files = [run / "benchmark.parquet"]
     if not files:
-        raise UsageError("--run", str(run), "holds no benchmark/ folder or benchmark.parquet")
+        raise UsageError(option, str(run), "holds no benchmark/ folder or benchmark.parquet")
     available = pq.read_schema(files[0]).names
-    columns = [c for c in BENCH_COLUMNS if c in available]
-    benchmark = pa.concat_tables([pq.read_table(f, columns=columns) for f in files])
+    columns = [c for c in (*BENCH_COLUMNS, "concept_id") if c in available]
+    benchmark = with_sample_keys(
+        pa.concat_tables([pq.read_table(f, columns=columns) for f in files])
+    )
     results = sorted(p for p in (run / "results").glob("*") if (p / "predictions").is_dir())
     if not results:
-        raise UsageError("--run", str(run), "holds no results/<model>/ score outputs")
-    predictions = pa.concat_tables(
-        [pq.read_table(p / "predictions") for p in results], promote_options="default"
-    )
+        raise UsageError(option, str(run), "holds no results/<model>/ score outputs")
     models = {}
     for p in results:
-        record = json.loads((p / "run.json").read_text()) if (p / "run.json").is_file() else {}
+        record = _run_record(p / "run.json")
         models[p.name] = record.get("entry") or {"name": p.name}
+    parts = {p: sorted((p / "predictions").glob("part-*.parquet")) for p in results}
+    empty = [p for p, found in parts.items() if not found]
+    if empty:
+        raise UsageError(
+            "--run", str(empty[0]), "holds no predictions; finish its `autocomp score` first"
+        )
+    predictions = pa.concat_tables(
+        [pq.read_table(f) for found in parts.values() for f in found], promote_options="default"
+    )
     optional = {name: bench_dir / f"{name}.parquet" for name in ("concepts", "survival")}
     return {
         "run": run,
@@ -63,18 +73,57 @@ def load_run(run: str | Path) -> dict[str, Any]:
         "models": models,
         "meta": json.loads((pq.read_schema(files[0]).metadata or {}).get(b"autocomp", b"{}")),
         **{k: pq.read_table(v) if v.is_file() else None for k, v in optional.items()},
-        "human": _read_csvs(sorted((run / "human").glob("*.csv"))),
-        "judges": {p.stem: _read_csvs([p]) for p in sorted((run / "judges").glob("*.csv"))},
+        "human": _read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
+        "judges": {
+            p.stem: _read_csvs([p], JUDGE_COLUMNS) for p in sorted((run / "judges").glob("*.csv"))
+        },
         "finetune": finetune_analysis.load_runs(results),  # score runs with finetune.json
     }
 
 
-def _read_csvs(paths: list[Path]) -> list[dict[str, str]]:
+HUMAN_COLUMNS = ("annotator", "sample_id", "task", "answer")
+JUDGE_COLUMNS = ("sample_id", "passed")
+
+
+def _read_csvs(paths: list[Path], columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """Rows of CSV files that must be UTF-8 with at least `columns`, every row complete."""
     rows = []
     for path in paths:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows += list(csv.DictReader(f))
+        try:
+            with path.open(newline="", encoding="utf-8") as f:
+                reader = csv.DictReader(f)
+                missing = [c for c in columns if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise UsageError(
+                        "--run", str(path), f"lacks column(s) {', '.join(missing)}; a header "
+                        f"line {','.join(columns)} is expected",
+                    )  # fmt: skip
+                for row in reader:
+                    if any(row.get(c) is None for c in columns):
+                        raise UsageError(
+                            "--run", str(path), f"row {reader.line_num} is short: every row "
+                            f"needs {', '.join(columns)}",
+                        )  # fmt: skip
+                    rows.append(row)
+        except UnicodeDecodeError:
+            raise UsageError("--run", str(path), "is not UTF-8 text; save it as UTF-8") from None
+        except csv.Error as exc:
+            raise UsageError("--run", str(path), f"is not a readable CSV ({exc})") from None
     return rows
+
+
+def _run_record(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise UsageError(
+            "--run", str(path), "is not valid JSON; re-run `autocomp score` into a new folder"
+        ) from None
+    if not isinstance(record, dict):
+        raise UsageError("--run", str(path), "must hold a JSON object")
+    return record
 
 
 def family_kinds(meta: dict[str, Any], names: Iterable[str]) -> dict[str, list[str]]:

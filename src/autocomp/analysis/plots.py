@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections import defaultdict
 
 import pyarrow as pa
+
+from autocomp.analysis.escape import escape
 
 PALETTE = ["#1b6ca8", "#d1495b", "#edae49", "#00798c", "#66a182", "#8d6a9f", "#2e4057", "#c97b84"]
 
@@ -29,15 +30,15 @@ def svg_bars(
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="{html.escape(title)}">',
-        f'<text x="4" y="14" font-size="13" font-weight="bold">{html.escape(title)}</text>',
+        f'role="img" aria-label="{escape(title)}">',
+        f'<text x="4" y="14" font-size="13" font-weight="bold">{escape(title)}</text>',
         f'<line x1="{x(0 if lo < 0 else lo)}" y1="22" x2="{x(0 if lo < 0 else lo)}" '
         f'y2="{height - 10}" stroke="#999"/>',
     ]
     for i, (label, value, low, high) in enumerate(bars):
         y = 26 + i * row
         x0, x1 = sorted((x(0 if lo < 0 else lo), x(value)))
-        parts.append(f'<text x="4" y="{y + 11}" font-size="11">{html.escape(label[:38])}</text>')
+        parts.append(f'<text x="4" y="{y + 11}" font-size="11">{escape(label[:38])}</text>')
         parts.append(
             f'<rect x="{x0:.1f}" y="{y + 2}" width="{max(x1 - x0, 0.5):.1f}" '
             f'height="{row - 6}" fill="{PALETTE[i % len(PALETTE)]}"/>'
@@ -76,8 +77,8 @@ def svg_lines(title: str, series: dict[str, list[tuple[int, float]]]) -> str:
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="{html.escape(title)}">',
-        f'<text x="4" y="14" font-size="13" font-weight="bold">{html.escape(title)}</text>',
+        f'role="img" aria-label="{escape(title)}">',
+        f'<text x="4" y="14" font-size="13" font-weight="bold">{escape(title)}</text>',
     ]
     for v in (0, 0.5, 1):
         parts.append(
@@ -97,7 +98,7 @@ def svg_lines(title: str, series: dict[str, list[tuple[int, float]]]) -> str:
         parts += [f'<circle cx="{x(n):.1f}" cy="{y(v):.1f}" r="3" fill="{color}"/>' for n, v in pts]
         parts.append(
             f'<text x="{width - 180}" y="{30 + 14 * i}" font-size="11" fill="{color}">'
-            f"{html.escape(name[:30])}</text>"
+            f"{escape(name[:30])}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)

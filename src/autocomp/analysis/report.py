@@ -16,6 +16,8 @@ The page embeds its plots as inline SVG and has no scripts, so it renders anywhe
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from autocomp.analysis.html import render_html
 from autocomp.analysis.latex import to_latex
 from autocomp.analysis.load import family_kinds, load_run
 from autocomp.errors import UsageError
+from autocomp.store.tables import sweep_stale
 
 # ----------------------------------------------------------------------------- human studies
 
@@ -114,16 +117,23 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
     bench, pred = data["benchmark"], data["predictions"]
     kinds = family_kinds(data["meta"], bench.column("family").unique().to_pylist())
     paired = None
+    notes: dict[str, str] = {}
     if "paired" in bench.column_names:
         paired = {
             analysis.concept_of(r["sample_id"])
             for r in bench.select(["sample_id", "paired"]).to_pylist()
             if r["paired"]
         }
+        if not paired:
+            notes["context_deltas"] = (
+                "B_paired is empty: no concept has both its Minimal and its Contextual sample "
+                "accepted, so there is no paired comparison (the table is empty on purpose)."
+            )
+    data["notes"] = notes
     bases = {name: m.get("base_model") for name, m in data["models"].items() if m.get("base_model")}
     tables = {
         "accuracy": analysis.accuracy(pred),
-        "context_deltas": analysis.context_deltas(pred, paired or None, seed),
+        "context_deltas": analysis.context_deltas(pred, paired, seed),
         "hard_negative_deltas": analysis.model_deltas(pred, bases, seed),
         "per_relation": analysis.per_relation(pred, bench, kinds["relation"]),
         "confusion_taxonomy": analysis.confusion_taxonomy(pred, bench, kinds["attribute"]),
@@ -169,28 +179,41 @@ def report_stage(
     `compare`: run folders of the same concept set rendered by other generators (Table 9)."""
     import pyarrow.csv as pcsv
 
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder for the report")
     data = load_run(run)
     data["title"] = title or Path(run).resolve().name
     tables = build_tables(data, seed)
     if compare:
         runs = {Path(run).resolve().name: data["predictions"]}
         for other in compare:
-            runs[Path(other).resolve().name] = load_run(other)["predictions"]
+            runs[Path(other).resolve().name] = load_run(other, "--compare")["predictions"]
         if len(runs) != len(compare) + 1:
             raise UsageError("--compare", [str(c) for c in compare], "run folder names must differ")
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
-    out = Path(out)
-    (out / "tables").mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        pq.write_table(table, out / "tables" / f"{name}.parquet")
-        pcsv.write_csv(table, out / "tables" / f"{name}.csv")
-        (out / "tables" / f"{name}.tex").write_text(to_latex(table, name.replace("_", " ")))
-    page = out / "index.html"
-    tmp = page.with_suffix(".tmp")
-    tmp.write_text(render_html(data, tables, seed), encoding="utf-8")
-    tmp.replace(page)
+    # everything is written into a staging folder first, then swapped in: a failed report leaves
+    # the previous one whole, and a new report never keeps an older report's extra tables
+    sweep_stale(out.parent)
+    staging = out.parent / f".{out.name}.report-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "tables").mkdir(parents=True)
+    try:
+        for name, table in tables.items():
+            pq.write_table(table, staging / "tables" / f"{name}.parquet")
+            pcsv.write_csv(table, staging / "tables" / f"{name}.csv")
+            latex = to_latex(table, name.replace("_", " "))
+            (staging / "tables" / f"{name}.tex").write_text(latex, encoding="utf-8")
+        html = render_html(data, tables, seed)
+        (staging / "index.html").write_text(html, encoding="utf-8")
+        out.mkdir(exist_ok=True)
+        shutil.rmtree(out / "tables", ignore_errors=True)
+        os.replace(staging / "tables", out / "tables")
+        os.replace(staging / "index.html", out / "index.html")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return {
-        "html": page,
+        "html": out / "index.html",
         "tables": sorted(tables),
         "rows": {k: t.num_rows for k, t in tables.items()},
     }

@@ -72,6 +72,8 @@ def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
     """Run the demo into `out` and print its summary table; return the summary rows."""
     if count < 1:
         raise UsageError("--count", count, "must be at least 1")
+    if seed < 0:
+        raise UsageError("--seed", seed, "must be 0 or more")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results = []
@@ -80,8 +82,8 @@ def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
             k = min(count, count_concepts(family, n))
             concepts = out / f"concepts_{family.name}_n{n}.parquet"
             benchmark = out / f"benchmark_{family.name}_n{n}.parquet"
-            sample_stage(family.name, n, k, seed, concepts)
-            negatives_stage(concepts, benchmark, NegativesConfig(workers=1))
+            sample_stage(family.name, n, k, seed, concepts, force=True)
+            negatives_stage(concepts, benchmark, NegativesConfig(workers=1, force=True))
             results.append({"family": family.name, "n": n, **summarize(benchmark)})
             print(f"  {family.name} N={n}: {k} concepts -> {benchmark}", flush=True)
 

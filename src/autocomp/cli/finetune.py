@@ -11,8 +11,34 @@ from typing import Any
 def _config(args: argparse.Namespace) -> Any:
     from autocomp.finetune.config import profile
 
+    _check_inputs(args)
     changes = {k: v for k, v in (("k", args.k), ("steps", args.steps)) if v is not None}
     return profile(args.profile).replace(**changes)
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Everything a fine-tuning verb reads is checked before it writes anything."""
+    from autocomp.errors import UsageError
+    from autocomp.scoring.registry import get_model
+    from autocomp.store.tables import open_parquet
+
+    if getattr(args, "k", None) is not None and args.k < 0:
+        raise UsageError("--k", args.k, "must be 0 or more (hard negatives per positive)")
+    if getattr(args, "steps", None) is not None and args.steps < 1:
+        raise UsageError("--steps", args.steps, "must be at least 1")
+    model = getattr(args, "model", None)
+    if isinstance(model, str) and not Path(model).is_dir():
+        entry = get_model(model)
+        if entry.backend != "open_clip":
+            raise UsageError("--model", model, "fine-tuning takes a contrastive (open_clip) model")
+    if getattr(args, "benchmark", None):
+        open_parquet(args.benchmark, "--benchmark")
+    images = getattr(args, "images", None)
+    if images is not None and not Path(images).is_dir():
+        raise UsageError("--images", images, "is not a folder; give the images folder")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder")
 
 
 def _split(args: argparse.Namespace) -> None:
@@ -66,7 +92,8 @@ def _score(args: argparse.Namespace) -> None:
     from autocomp.progress import row_progress
     from autocomp.store.tables import open_parquet
 
-    total = open_parquet(args.benchmark).metadata.num_rows
+    _check_inputs(args)
+    total = open_parquet(args.benchmark, "--benchmark").metadata.num_rows
     with row_progress(f"score {args.model}", total) as advance:
         score_checkpoint(args.model, args.benchmark, args.out, args.images, args.device, advance)
     print(f"scores, predictions and summary in {args.out}")
@@ -75,7 +102,15 @@ def _score(args: argparse.Namespace) -> None:
 def _report(args: argparse.Namespace) -> None:
     from autocomp.analysis.finetune import write_report
     from autocomp.cli.table import format_table
+    from autocomp.errors import UsageError
 
+    for run in args.runs:
+        if not Path(run).is_dir():
+            raise UsageError("--runs", run, "no such folder; give finetune-score outputs")
+                "--runs", run, "no such folder; give `autocomp finetune-score` outputs"
+            )
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError("--out", args.out, "is a file; give a folder")
     paths = write_report(args.runs, args.out, args.checkpoints or [], args.seed)
     if args.benchmark:
         from autocomp.analysis.finetune import full_report
@@ -101,8 +136,13 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _local(args: argparse.Namespace) -> None:
+    from autocomp.config import get_profile
     from autocomp.pipelines.finetune_models import run_local
+    from autocomp.scoring.registry import get_model
 
+    get_profile(args.profile)
+    for name in args.model or []:
+        get_model(name)
     done = run_local(args.out, profile=args.profile, models=args.model or None)
     print(f"fine-tuning report: {done['report']}")
 

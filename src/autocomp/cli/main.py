@@ -1,24 +1,38 @@
 """The `autocomp` command line: one entry point, one verb per stage, `--help` on every verb.
 
-Bad input exits with code 2 and one line that names the input, the value and the fix. The verbs
-live in one module per group (protocol, generation, scoring, pipelines, report).
+Bad input exits with code 2 and one line on stderr that names the input, the value and the fix:
+UsageError from the stages, argparse's own complaints (one line, not its usage block), and file
+system errors on the paths a user gave. Ctrl-C exits 130 after the stage has removed its partial
+output. A store that stays unreachable after its retries exits 1, also with one line. The verbs
+live in one module per group (protocol, generation, scoring, pipelines, report, audit).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from autocomp import __version__
 from autocomp.cli import audit, finetune, generation, pipelines, protocol, report, scoring
 from autocomp.errors import UsageError
+from autocomp.store.storage import StorageError
 
 GROUPS = (protocol, generation, scoring, pipelines, report, audit, finetune)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the input, the problem, where to look)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="autocomp",
         description="Exact, reproducible compositional benchmarks for vision-language models.",
     )
@@ -38,14 +52,46 @@ def _quiet_libraries() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
+def _path_error(exc: OSError) -> str:
+    """One line for a file system error on a path the user gave."""
+    reason = (exc.strerror or type(exc).__name__).lower()
+    fix = {
+        errno.EACCES: "choose a path you may write to",
+        errno.EPERM: "choose a path you may write to",
+        errno.EROFS: "the file system is read-only; choose another path",
+        errno.ENOSPC: "free some disk space or choose another disk",
+        errno.EISDIR: "give a file here, not a folder",
+        errno.ENOTDIR: "a part of this path is a file; give a path inside a folder",
+        errno.ENOENT: "check the path",
+        errno.EEXIST: "choose a new path",
+    }.get(exc.errno or 0, "check the path")
+    return f"{exc.filename!r}: {reason}: {fix}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
+    verb = " ".join(v for v in (args.verb, getattr(args, "audit_verb", None)) if v)
     try:
         args.run(args)
     except UsageError as exc:
-        print(f"autocomp {args.verb}: error: {exc}", file=sys.stderr)
+        print(f"autocomp {verb}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"autocomp {verb}: interrupted; finished outputs are kept and partial ones removed: "
+            "run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    except StorageError as exc:
+        print(f"autocomp {verb}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        print(f"autocomp {verb}: error: {_path_error(exc)}", file=sys.stderr)
         return 2
     return 0
 

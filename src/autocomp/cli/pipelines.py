@@ -11,12 +11,16 @@ from pathlib import Path
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
 from autocomp.errors import UsageError
+from autocomp.pipelines.compile import PIPELINES as COMPILED
 
-PIPELINES = ("generate_benchmark", "evaluate_models")
+PIPELINES = tuple(COMPILED)
 
 
 def _compile(args: argparse.Namespace) -> None:
     from autocomp.pipelines.compile import compile_all
+    from autocomp.store.shards import prepare_folder
+
+    prepare_folder(args.out)
 
     for name, path in compile_all(args.out).items():
         print(f"compiled {name} -> {path}")
@@ -72,6 +76,13 @@ def _checked_params(args: argparse.Namespace) -> tuple[Path, dict]:
 def _schedule(args: argparse.Namespace) -> None:
     from autocomp.pipelines.client import api_errors, connect, schedule
 
+    if len(args.cron.split()) != 6:
+        raise UsageError(
+            "--cron", args.cron, "KFP cron has 6 fields: second minute hour day month weekday "
+            "(e.g. '0 0 3 * * 1' = Mondays 03:00)",
+        )  # fmt: skip
+    if args.max_concurrency < 1:
+        raise UsageError("--max-concurrency", args.max_concurrency, "must be at least 1")
     package, params = _checked_params(args)
     endpoint = _endpoint(args)
     with api_errors(endpoint.host):
@@ -115,11 +126,33 @@ def _doctor(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def _check_run_arguments(args: argparse.Namespace) -> None:
+    """Specs, counts, models and the output folder are checked before any pipeline task."""
+    from autocomp.config import get_profile
+    from autocomp.protocol.stages import check_specs
+    from autocomp.scoring.registry import get_model
+
+    profile = get_profile(args.profile)
+    specs = args.specs if args.specs is not None else profile.sample.specs
+    count = args.count if args.count is not None else profile.sample.count
+    check_specs(specs, count)
+    if args.num_shards is not None and args.num_shards < 1:
+        raise UsageError("--num-shards", args.num_shards, "must be at least 1")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError("--seed", args.seed, "must be 0 or more")
+    for name in args.models:
+        get_model(name)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder for the run")
+
+
 def _run(args: argparse.Namespace) -> None:
     import pyarrow.parquet as pq
 
     from autocomp.pipelines.local import run_local
 
+    _check_run_arguments(args)
     where = run_local(
         args.out,
         name=args.name,
@@ -210,9 +243,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
 
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
     client_args(p)
-    p.add_argument(
-        "--pipeline", choices=PIPELINES, default=None, help="one pipeline (default both)"
-    )
+    p.add_argument("--pipeline", choices=PIPELINES, default=None, help="one pipeline (default all)")
     p.set_defaults(run=_upload)
 
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")

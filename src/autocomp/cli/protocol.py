@@ -35,7 +35,7 @@ def _families(args: argparse.Namespace) -> None:
 def _sample(args: argparse.Namespace) -> None:
     from autocomp.protocol.stages import sample_stage
 
-    table = sample_stage(args.family, args.n, args.count, args.seed, args.out)
+    table = sample_stage(args.family, args.n, args.count, args.seed, args.out, args.force)
     what = f"{table.num_rows:,} concepts of {args.family} N={args.n} (seed {args.seed})"
     print(f"wrote {what} to {args.out}")
 
@@ -47,9 +47,13 @@ def _negatives(args: argparse.Namespace) -> None:
     from autocomp.store.tables import open_parquet
 
     config = with_overrides(
-        NegativesConfig(), protocol=args.protocol, workers=args.workers, batch_size=args.batch_size
+        NegativesConfig(),
+        protocol=args.protocol,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        force=args.force or None,
     )
-    total = open_parquet(args.input).metadata.num_rows
+    total = open_parquet(args.input, "--input").metadata.num_rows
     with row_progress("negatives", total) as advance:
         summary = negatives_stage(args.input, args.out, config, advance)
     print(
@@ -76,6 +80,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--count", type=int, required=True, help="number of distinct concepts")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, help="output Parquet file (concepts table)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out table")
     p.set_defaults(run=_sample)
 
     default = NegativesConfig()
@@ -96,6 +101,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         default=None,
         help=f"rows per batch (default {default.batch_size})",
     )
+    p.add_argument("--force", action="store_true", help="replace an existing --out table")
     p.set_defaults(run=_negatives)
 
     p = verbs.add_parser("demo", help="sample every family, build candidate sets, print a summary")

@@ -36,7 +36,7 @@ def _score(args: argparse.Namespace) -> None:
 
     entry = get_model(args.model)
     config = ScoreConfig(images=args.images, blind=args.blind, device=args.device)
-    total = open_parquet(args.benchmark).metadata.num_rows
+    total = open_parquet(args.benchmark, "--benchmark").metadata.num_rows
     with row_progress(f"score {entry.name}", total) as advance:
         summary = score_stage(
             entry,

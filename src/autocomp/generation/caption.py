@@ -30,16 +30,24 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from autocomp.config import CaptionConfig
-from autocomp.devices import select_device, select_dtype
+from autocomp.devices import check_device, select_device, select_dtype
 from autocomp.errors import UsageError
-from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
+from autocomp.generation.registry import (
+    GenerationModel,
+    check_settings,
+    get_generation_model,
+    weights_error,
+)
+from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
 from autocomp.protocol.family import load_family
 from autocomp.store.shards import check_shard_args, finished, prepare_folder, shard_of, shard_path
+from autocomp.store.storage import file_sha256
 from autocomp.store.tables import (
     CONCEPTS_SCHEMA,
     open_parquet,
     provenance,
+    read_rows,
     require_columns,
     write_table,
 )
@@ -258,6 +266,10 @@ def caption_stage(
     if config.engine not in ENGINES:
         raise UsageError("--engine", config.engine, f"must be one of {', '.join(ENGINES)}")
     entry = get_generation_model("captioner", config.captioner)
+    check_settings(entry, config.settings)
+    if config.batch_size < 1:
+        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+    check_device(config.device)
     shards = check_shard_args(shard, config.num_shards)
     source = open_parquet(concepts, "--concepts")
     require_columns(
@@ -265,6 +277,7 @@ def caption_stage(
         source.schema_arrow,
         tuple(CONCEPTS_SCHEMA.names),
         "give a concepts table (autocomp sample)",
+        option="--concepts",
     )
     folder = prepare_folder(out)
     record = {
@@ -273,10 +286,13 @@ def caption_stage(
         "seed": config.seed,
         "max_attempts": MAX_ATTEMPTS,
         "fallback": config.fallback,
-        "input": Path(concepts).name,
+        "input_sha256": file_sha256(Path(concepts)),
         "num_shards": config.num_shards,
     }
-    table = source.read(columns=CONCEPTS_SCHEMA.names)
+    table = read_rows(source, concepts, "--concepts", CONCEPTS_SCHEMA.names)
+    for i, row in enumerate(table.to_pylist()):
+        where = f"--concepts row {i} ({row['concept_id']})"
+        check_concept_row(load_family(row["family"]), row, where, "minimal_caption")
     todo = [
         s
         for s in shards

@@ -59,7 +59,7 @@ def normalize_image(path: Any) -> tuple[Any, str]:
             return image.convert("RGB"), f"{mode}->RGB"
     except FileNotFoundError:
         raise ImageRejected("image file is missing") from None
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as exc:
         raise ImageRejected(f"image cannot be decoded ({exc})") from None
 
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 from autocomp.config import CurateConfig
 from autocomp.errors import UsageError
 from autocomp.generation.validate import CHECKS
-from autocomp.store.shards import read_stage
+from autocomp.store.shards import input_digest, prepare_folder, read_stage
 from autocomp.store.tables import provenance, write_table
 
 CURATED_FIELDS = [
@@ -138,15 +138,12 @@ def curate_stage(
     config: CurateConfig = CurateConfig(),
 ) -> dict[str, int]:
     """`autocomp curate`: curated.parquet and survival.parquet in `out`; returns set sizes."""
+    folder = prepare_folder(out)
     render_table, render_meta = read_stage(render, "render", "--render")
     verdict_table, verdict_meta = read_stage(verdicts, "verdicts", "--verdicts")
     caption_rows = (
         read_stage(captions, "captions", "--captions")[0].to_pylist() if captions else None
     )
-    folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise UsageError("--out", str(folder), "is a file; give a folder")
-    folder.mkdir(parents=True, exist_ok=True)
     vrows = verdict_table.to_pylist()
     outcomes = sample_outcomes(vrows)
     samples = render_table.to_pylist()
@@ -187,7 +184,8 @@ def curate_stage(
         "render": render_meta.get("config"),
         "validation": verdict_meta.get("config"),
         "keep_rejected": config.keep_rejected,
-        "images": str(render),
+        "render_sha256": input_digest(render, "render", "--render"),
+        "verdicts_sha256": input_digest(verdicts, "verdicts", "--verdicts"),
     }
     write_table(
         pa.Table.from_pylist(rows, schema),

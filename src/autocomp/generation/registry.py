@@ -24,6 +24,53 @@ _GEN_OPTIONAL = {
     "segmenter": {"tiny_builder"},
 }
 
+# Allowed values of model settings, by setting name: inclusive (low, high); None = unbounded.
+# A `--set` value must also have the type of the registry's default (an int stays an int).
+SETTING_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "temperature": (0, None),
+    "top_p": (0, 1),
+    "max_new_tokens": (1, None),
+    "height": (8, None),
+    "width": (8, None),
+    "num_inference_steps": (1, None),
+    "guidance_scale": (0, None),
+    "box_threshold": (0, 1),
+    "text_threshold": (0, 1),
+    "brightness": (0, 255),
+    "min_white_fraction": (0, 1),
+}
+
+
+def _kind_ok(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))
+
+
+def check_settings(entry: GenerationModel, overrides: dict[str, Any]) -> None:
+    """Overrides of a model's settings are known keys, of the default's type, in range; checked
+    before any model is loaded."""
+    for key, value in overrides.items():
+        if key not in entry.settings:
+            known = ", ".join(entry.settings)
+            raise UsageError("--set", key, f"is not a setting of {entry.name}; known: {known}")
+        default = entry.settings[key]
+        if not _kind_ok(default, value):
+            kind = "number" if isinstance(default, int | float) else type(default).__name__
+            raise UsageError(
+                "--set", f"{key}={value!r}", f"{key} must be a {kind} (default {default!r})"
+            )
+        low, high = SETTING_RANGES.get(key, (None, None))
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = (
+                f"{low if low is not None else '-inf'} to {high if high is not None else 'inf'}"
+            )
+            raise UsageError("--set", f"{key}={value!r}", f"{key} must be from {bounds}")
+
 
 @dataclass(frozen=True)
 class GenerationModel:

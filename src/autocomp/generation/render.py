@@ -10,12 +10,14 @@ by float rounding (measured: at most 1 level in under 0.02 % of pixels).
 Images are PNG (lossless) at `images/<concept_id>/<condition>.png` under the stage folder, each
 with a `autocomp` PNG text chunk (prompt, seed, model, settings). An image is written atomically;
 on a re-run, images that already exist and decode are reused (a killed shard resumes where it
-stopped), then the shard's table is written.
+stopped), then the shard's table is written. The table does not say which images were reused, so
+a resumed shard is byte-identical to one that ran through (at the same batch size; the summary
+counts the reused images).
 
 render table (one row per sample):
     sample_id, concept_id, family, n, objects, attributes, condition, caption,
     image (path relative to the stage folder), seed (int64), renderer, width, height,
-    sha256 (of the PNG file), reused (bool: found on disk from an earlier run)
+    sha256 (of the PNG file)
 """
 
 from __future__ import annotations
@@ -30,12 +32,18 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp.config import RenderConfig
-from autocomp.devices import select_device, select_dtype
+from autocomp.devices import check_device, select_device, select_dtype
 from autocomp.errors import UsageError
-from autocomp.generation.registry import GenerationModel, get_generation_model, weights_error
+from autocomp.generation.registry import (
+    GenerationModel,
+    check_settings,
+    get_generation_model,
+    weights_error,
+)
 from autocomp.store.shards import (
     check_shard_args,
     finished,
+    input_digest,
     prepare_folder,
     read_stage,
     shard_of,
@@ -62,7 +70,6 @@ RENDER_SCHEMA = pa.schema(
         ("width", pa.int32()),
         ("height", pa.int32()),
         ("sha256", pa.string()),
-        ("reused", pa.bool_()),
     ]
 )
 
@@ -197,9 +204,12 @@ def render_stage(
 ) -> dict[str, int]:
     """`autocomp render`: images and render table for the selected shards; returns counts."""
     entry = get_generation_model("renderer", config.renderer)
+    check_settings(entry, config.settings)
     shards = check_shard_args(shard, config.num_shards)
     if config.batch_size < 1:
         raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+    check_device(config.device)
+    folder = prepare_folder(out)
     table, _ = read_stage(captions, "captions", "--captions")
     require_columns(
         captions,
@@ -207,13 +217,12 @@ def render_stage(
         ("concept_id", "contextual_caption", "status"),
         "give the caption stage's output folder",
     )
-    folder = prepare_folder(out)
     settings = {**entry.settings, **config.settings}
     record = {
         "renderer": entry.record(config.settings),
         "seed": config.seed,
         "num_shards": config.num_shards,
-        "input": Path(captions).name,
+        "input_sha256": input_digest(captions, "captions", "--captions"),
     }
     todo = [
         s
@@ -261,7 +270,6 @@ def render_stage(
                         "width": sizes[i][0],
                         "height": sizes[i][1],
                         "sha256": file_sha256(paths[i]),
-                        "reused": i not in need,
                     }
                 )
                 summary["reused" if i not in need else "images"] += 1

@@ -22,14 +22,17 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp.config import ValidateConfig
+from autocomp.devices import check_device
 from autocomp.errors import UsageError
 from autocomp.generation import checks
-from autocomp.generation.registry import get_generation_model
+from autocomp.generation.registry import check_settings, get_generation_model
 from autocomp.protocol.family import load_family
 from autocomp.scoring.registry import get_model
+from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.shards import (
     check_shard_args,
     finished,
+    input_digest,
     prepare_folder,
     read_stage,
     shard_of,
@@ -125,10 +128,10 @@ def validate_batch(
     images: dict[str, Any] = {}
     for s in batch:
         try:
-            images[s["sample_id"]], note = checks.normalize_image(root / s["image"])
+            images[s["sample_id"]], note = checks.normalize_image(resolve_inside(root, s["image"]))
             detail = {"normalized": note} if note else None
             verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.PASS, "", detail)
-        except checks.ImageRejected as exc:
+        except (checks.ImageRejected, OutsideRoot) as exc:
             verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.FAIL, str(exc))
     alive = [s for s in batch if s["sample_id"] in images]
 
@@ -231,10 +234,22 @@ def validate_stage(
     overrides = config.settings
     det = get_generation_model("detector", config.detector)
     seg = get_generation_model("segmenter", config.segmenter)
-    judge = get_model(config.vqa)
+    unknown_roles = sorted(set(overrides) - {"detector", "segmenter"})
+    if unknown_roles:
+        raise UsageError("--set", unknown_roles[0], "settings belong to detector or segmenter")
+    check_settings(det, overrides.get("detector", {}))
+    check_settings(seg, overrides.get("segmenter", {}))
+    if config.batch_size < 1:
+        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+    check_device(config.device)
+    try:
+        judge = get_model(config.vqa)
+    except UsageError as exc:
+        raise UsageError("--vqa", config.vqa, exc.fix) from None
     if judge.backend != "transformers_vlm":
         raise UsageError("--vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
     shards = check_shard_args(shard, config.num_shards)
+    folder = prepare_folder(out)
     table, _ = read_stage(render, "render", "--render", only=shard)
     require_columns(
         render,
@@ -243,7 +258,6 @@ def validate_stage(
         "give the render stage's output folder",
     )
     root = Path(render) if Path(render).is_dir() else Path(render).parent
-    folder = prepare_folder(out)
     settings = {
         **det.settings,
         **overrides.get("detector", {}),
@@ -258,7 +272,7 @@ def validate_stage(
         "masks": config.masks,
         "all_checks": config.all_checks,
         "num_shards": config.num_shards,
-        "input": Path(render).name,
+        "input_sha256": input_digest(render, "render", "--render", only=shard),
     }
     todo = [
         s

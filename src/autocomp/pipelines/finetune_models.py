@@ -18,11 +18,11 @@ PAPER_MODELS = ["clip-vit-b-16", "siglip-b-16-224"]  # CLIP ViT-B/16 and SigLIP 
 TINY_MODELS = ["tiny-clip", "tiny-siglip"]
 
 
-def build(retries: bool = True):  # noqa: ANN201  (a kfp pipeline)
-    """The pipeline; retries=False for the local run (kfp.local honours retry policies)."""
+def build(cluster: bool = True):  # noqa: ANN201  (a kfp pipeline)
+    """The pipeline; cluster=False for the local run (see resources.configure)."""
 
-    def step(task, name, gpus=None):  # noqa: ANN001, ANN202
-        return configure(task, name, gpus, retries)
+    def step(task, name):  # noqa: ANN001, ANN202
+        return configure(task, name, cluster=cluster)
 
     @dsl.pipeline(
         name="autocomp-finetune-models",
@@ -112,9 +112,9 @@ def run_local(
             from autocomp.pipelines.local import local_arguments
 
             arguments, _ = local_arguments(profile, specs=specs, count=count, seed=0, num_shards=1)
-            generate = generate_module.build(retries=False)
-            generate(name=name, store=store, **arguments)
-        pipeline = build(retries=False)
+            generate = generate_module.build(cluster=False)
+            generate(name=name, store=store, unique_name=False, **arguments)
+        pipeline = build(cluster=False)
         done = pipeline(
             name=name,
             store=store,

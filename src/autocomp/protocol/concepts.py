@@ -23,6 +23,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from autocomp.errors import UsageError
 from autocomp.protocol.family import Family, Vocabulary
@@ -161,6 +162,46 @@ def check_n(family: Family, n: int) -> None:
         if family.is_relation and n == 1:
             fix += " (a relation joins two objects; use color or shape_color for the N=1 split)"
         raise UsageError("--n", n, fix)
+
+
+def check_concept_row(
+    family: Family, row: dict[str, Any], where: str, caption_column: str | None = None
+) -> None:
+    """A table row states a concept of `family`: n a whole number in the family's range,
+    `objects` n known objects, `attributes` the right number of known labels, and (when given)
+    a non-empty caption. `where` names the row in the error ("--input row 3 (c-12)")."""
+    n = row.get("n")
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise UsageError(where, n, "column n must be a whole number (the number of objects)")
+    if not family.n_min <= n <= family.n_max:
+        raise UsageError(
+            where, n, f"n is outside {family.name}'s range {family.n_min}-{family.n_max}"
+        )
+    k_labels = n - 1 if family.is_relation else n
+    for column, vocabulary, size in (
+        ("objects", family.objects, n),
+        ("attributes", family.labels, k_labels),
+    ):
+        values = row.get(column)
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise UsageError(where, values, f"column {column} must be a list of words, not null")
+        if len(values) != size:
+            raise UsageError(
+                where, values, f"{column} must hold {size} entries for n = {n} ({family.name})"
+            )
+        unknown = [v for v in values if v not in vocabulary.by_name]
+        if unknown:
+            known = ", ".join(vocabulary.names[:6])
+            raise UsageError(
+                where,
+                unknown[0],
+                f"is not in {family.name}'s {column} vocabulary (e.g. {known}, ...); fix the "
+                "table or add the word to the family",
+            )
+    if caption_column is not None:
+        text = row.get(caption_column)
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError(where, text, f"column {caption_column} must hold a caption")
 
 
 # ----------------------------------------------------------------------------- sampling

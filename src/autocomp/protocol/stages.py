@@ -23,6 +23,7 @@ from autocomp.config import NegativesConfig, SampleConfig
 from autocomp.errors import UsageError
 from autocomp.protocol import concepts as concepts_mod
 from autocomp.protocol.binding import BindingError
+from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.minimal import minimal_caption
 from autocomp.protocol.negatives import PROTOCOLS, build_candidates, chance
@@ -73,9 +74,14 @@ def concepts_table(
     return table, document
 
 
-def sample_stage(family_name: str, n: int, count: int, seed: int, out: str | Path) -> pa.Table:
-    """`autocomp sample`: write the concepts table atomically; return it."""
-    out = check_output_path(out)
+def sample_stage(
+    family_name: str, n: int, count: int, seed: int, out: str | Path, force: bool = False
+) -> pa.Table:
+    """`autocomp sample`: write the concepts table atomically; return it (`force`: replace an
+    existing table)."""
+    if seed < 0:
+        raise UsageError("--seed", seed, "must be 0 or more")
+    out = check_output_path(out, force=force)
     family = load_family(family_name)
     table, document = concepts_table(family, n, count, seed)
     write_table(table, out, document)
@@ -102,14 +108,13 @@ def benchmark_batch(
     for i in range(batch.num_rows):
         family = families[rows["family"][i]]
         objects, labels, text = rows["objects"][i], rows["attributes"][i], rows[caption_column][i]
+        concept = rows["concept_id"][i] if "concept_id" in rows else None
+        where = f"--input row {first_row + i}" + (f" ({concept})" if concept else "")
+        check_concept_row(family, {k: v[i] for k, v in rows.items()}, where, caption_column)
         try:
             sets = build_candidates(family, objects, labels, text, protocol)
         except BindingError as exc:
-            concept = rows["concept_id"][i] if "concept_id" in rows else None
-            where = f"row {first_row + i}" + (f" ({concept})" if concept else "")
-            raise UsageError(
-                f"--input {where}", text, f"the caption does not state its concept: {exc}"
-            ) from exc
+            raise UsageError(where, text, f"the caption does not state its concept: {exc}") from exc
         out["caption"].append(sets.caption)
         out["caption_rewritten"].append(sets.caption != text)
         out["protocol"].append(protocol)
@@ -172,8 +177,12 @@ def negatives_stage(
     protocol, batch_size = config.protocol, config.batch_size
     if protocol not in PROTOCOLS:
         raise UsageError("--protocol", protocol, f"must be one of {', '.join(PROTOCOLS)}")
-    out = check_output_path(out)
+    if config.workers is not None and config.workers < 1:
+        raise UsageError("--workers", config.workers, "must be at least 1 (or left out)")
+    if batch_size < 1:
+        raise UsageError("--batch-size", batch_size, "must be at least 1")
     source = open_parquet(input_path)
+    out = check_output_path(out, inputs=(input_path,), force=config.force)
     schema = source.schema_arrow
     hint = "give a concepts table (autocomp sample) or a curated table"
     require_columns(input_path, schema, CONCEPT_COLUMNS, hint)
@@ -250,9 +259,27 @@ def parse_specs(specs: str) -> list[tuple[str, int]]:
     return out
 
 
+def check_specs(specs: str, count: int) -> list[tuple[str, int]]:
+    """Every family:N of a run exists and holds `count` distinct concepts (checked before any
+    task starts)."""
+    pairs = parse_specs(specs)
+    for name, n in pairs:
+        try:
+            family = load_family(name)
+            concepts_mod.check_n(family, n)
+        except UsageError as exc:
+            raise UsageError("--specs", f"{name}:{n}", exc.fix) from None
+        total = concepts_mod.count_concepts(family, n)
+        if count < 1 or count > total:
+            raise UsageError(
+                "--count", count, f"must be from 1 to {total:,} ({name} N={n} has {total:,})"
+            )
+    return pairs
+
+
 def sample_many(config: SampleConfig, out: str | Path) -> pa.Table:
     """Concepts of several (family, N) pairs in one table (`count` each), written atomically."""
-    out = check_output_path(out)
+    out = check_output_path(out, force=True)
     tables, documents = [], {}
     for name, n in parse_specs(config.specs):
         table, document = concepts_table(load_family(name), n, config.count, config.seed)

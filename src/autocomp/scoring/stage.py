@@ -26,6 +26,7 @@ written atomically, so a killed run resumes at the first unfinished part.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +38,20 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.config import ScoreConfig
+from autocomp.devices import check_device
 from autocomp.errors import UsageError
 from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.registry import ModelEntry
+from autocomp.store.paths import resolve_inside
 from autocomp.store.storage import file_sha256
 from autocomp.store.tables import (
     open_parquet,
     provenance,
     read_metadata,
+    read_rows,
     require_columns,
+    sweep_stale,
+    with_sample_keys,
     write_table,
 )
 
@@ -167,25 +173,33 @@ def load_image(root: Path | None, ref: str | dict | None) -> Any:
 
     from PIL import Image, UnidentifiedImageError
 
+    unreadable = (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError)
     if isinstance(ref, dict):
         if ref.get("bytes"):
             try:
                 with Image.open(io.BytesIO(ref["bytes"])) as image:
                     image.load()
                     return image.convert("RGB")
-            except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+            except (
+                UnidentifiedImageError,
+                OSError,
+                SyntaxError,
+                Image.DecompressionBombError,
+            ) as exc:
                 raise ValueError(f"embedded image unreadable: {ref.get('path')} ({exc})") from None
         ref = ref.get("path")
     if ref is None:
         raise ValueError("the row has no image")
-    path = Path(ref) if root is None else root / ref
+    if root is None:
+        raise ValueError(f"image {ref} is a path but no images folder was given (--images)")
+    path = resolve_inside(root, ref)
     try:
         with Image.open(path) as image:
             image.load()
             return image.convert("RGB")
     except FileNotFoundError:
         raise ValueError(f"image not found: {path}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+    except unreadable as exc:
         raise ValueError(f"image unreadable: {path} ({exc})") from None
 
 
@@ -211,17 +225,54 @@ def _stream_items(source: pq.ParquetFile, batch_size: int = 512) -> Iterator[Ite
             index += 1
 
 
+def _parts(out: Path) -> list[Path]:
+    return sorted((out / "predictions").glob("part-*.parquet"))
+
+
+def _drop_failures(out: Path) -> None:
+    """Failed items are retried by the next run: rewrite (atomically) every part that holds
+    failures without them, scores and predictions alike; a part left empty goes."""
+    for part in _parts(out):
+        predictions = pq.read_table(part)
+        failed = set(predictions.filter(predictions["failed"])["sample_id"].to_pylist())
+        if not failed:
+            continue
+        for folder in ("predictions", "scores"):
+            path = out / folder / part.name
+            table = pq.read_table(path)
+            keep = pc.invert(pc.is_in(table["sample_id"], pa.array(sorted(failed))))
+            kept = table.filter(keep)
+            if kept.num_rows:
+                write_table(kept.replace_schema_metadata(None), path, read_metadata(path))
+            else:
+                path.unlink(missing_ok=True)
+
+
 def _done_ids(out: Path) -> set[str]:
     done: set[str] = set()
-    for part in sorted((out / "predictions").glob("part-*.parquet")):
+    for part in _parts(out):
         done.update(pq.read_table(part, columns=["sample_id"]).column(0).to_pylist())
     return done
 
 
+def _next_part(out: Path) -> int:
+    return max((int(p.stem.split("-")[1]) + 1 for p in _parts(out)), default=0)
+
+
 def _check_run(out: Path, record: dict[str, Any]) -> None:
+    """A resumed run must be of the same model, benchmark and mode (checked before any work)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder for the run")
+    if not out.parent.is_dir():
+        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
     run_file = out / "run.json"
     if run_file.exists():
-        previous = json.loads(run_file.read_text())
+        try:
+            previous = json.loads(run_file.read_text())
+        except (OSError, ValueError):
+            raise UsageError(
+                "--out", str(run_file), "is unreadable; delete the folder to start over"
+            ) from None
         keys = ("model", "benchmark_sha", "blind")
         if any(previous.get(k) != record.get(k) for k in keys):
             raise UsageError(
@@ -229,12 +280,53 @@ def _check_run(out: Path, record: dict[str, Any]) -> None:
                 str(out),
                 "holds a run of another model or benchmark; use a new folder to keep both",
             )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "scores").mkdir(exist_ok=True)
+
+
+def _start_run(out: Path, record: dict[str, Any]) -> None:
+    """Create the run folder and its run.json: only once a scored part is about to be written,
+    so a run that fails before (weights, device) leaves nothing behind."""
+    (out / "scores").mkdir(parents=True, exist_ok=True)
     (out / "predictions").mkdir(exist_ok=True)
-    tmp = run_file.with_suffix(".tmp")
+    run_file = out / "run.json"
+    tmp = run_file.with_name(f".run.json.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
     tmp.replace(run_file)
+
+
+def _check_benchmark(entry: ModelEntry, benchmark: str | Path, config: ScoreConfig) -> Any:
+    """The benchmark table, the images and the mode fit before any model is loaded."""
+    source = open_parquet(benchmark, "--benchmark")
+    schema = source.schema_arrow
+    hint = "give a benchmark table (autocomp negatives)"
+    require_columns(benchmark, schema, REQUIRED, hint, option="--benchmark")
+    if config.blind and entry.backend != "transformers_vlm":
+        raise UsageError(
+            "--blind", entry.name, "scores captions without images with generative models only"
+        )
+    if not config.blind:
+        if "image" not in schema.names:
+            raise UsageError(
+                "--benchmark", str(benchmark), "has no image column; pass --blind to score "
+                "captions alone (generative models)",
+            )  # fmt: skip
+        if config.images is not None and not Path(config.images).is_dir():
+            raise UsageError("--images", config.images, "is not a folder; give the images folder")
+        if config.images is None and pa.types.is_string(schema.field("image").type):
+            raise UsageError(
+                "--images", None, f"{benchmark} names its images by path: give their folder"
+            )
+    keys = [c for c in ("sample_id", "concept_id", "condition") if c in schema.names]
+    ids = with_sample_keys(read_rows(source, benchmark, "--benchmark", keys))["sample_id"]
+    counts = pc.value_counts(ids)
+    repeated = [c["values"] for c in counts.to_pylist() if c["counts"] > 1]
+    if repeated:
+        raise UsageError(
+            "--benchmark",
+            str(benchmark),
+            f"has duplicate sample_id {repeated[0]!r} ({len(repeated)} duplicated); each item "
+            "must be listed once",
+        )
+    return source
 
 
 def score_stage(
@@ -245,18 +337,11 @@ def score_stage(
     config: ScoreConfig = ScoreConfig(),
     progress: Callable[[int], None] | None = None,
 ) -> pa.Table:
-    """Score every not-yet-scored item of `benchmark` with the model; return the summary."""
+    """Score every not-yet-scored item of `benchmark` with the model (items that failed in an
+    earlier run are retried); return the summary."""
     blind = config.blind
-    source = open_parquet(benchmark)
-    require_columns(
-        benchmark, source.schema_arrow, REQUIRED, "give a benchmark table (autocomp negatives)"
-    )
-    if not blind and "image" not in source.schema_arrow.names:
-        raise UsageError(
-            "--benchmark",
-            str(benchmark),
-            "has no image column; pass --blind to score captions alone",
-        )
+    check_device(config.device)
+    source = _check_benchmark(entry, benchmark, config)
     out = Path(out)
     digest = file_sha256(Path(benchmark))
     record = {
@@ -265,17 +350,27 @@ def score_stage(
         "blind": blind, "autocomp_version": __version__,
     }  # fmt: skip
     _check_run(out, record)
-    done = _done_ids(out)
+    for folder in (out, out / "scores", out / "predictions"):
+        sweep_stale(folder)
+    if (out / "predictions").is_dir():
+        _drop_failures(out)
+    done = _done_ids(out) if (out / "predictions").is_dir() else set()
     todo = (it for it in _stream_items(source) if it.sample_id not in done)
     root = Path(config.images) if config.images else None
     scorer: Scorer | None = None
-    part = len(list((out / "predictions").glob("part-*.parquet")))
+    part = _next_part(out) if (out / "predictions").is_dir() else 0
     document = provenance(
         "scores", model=entry.name, entry=entry.record(), benchmark_sha=digest, blind=blind
     )
-    for chunk in _chunks(todo, config.max_candidates):
+
+    def get_scorer() -> Scorer:  # loaded on the first item that can be scored, not before
+        nonlocal scorer
         scorer = scorer or scorer_factory()
-        score_rows, prediction_rows = _score_chunk(entry.name, chunk, scorer, root, blind)
+        return scorer
+
+    for chunk in _chunks(todo, config.max_candidates):
+        score_rows, prediction_rows = _score_chunk(entry.name, chunk, get_scorer, root, blind)
+        _start_run(out, record)
         name = f"part-{part:05d}.parquet"
         write_table(
             pa.Table.from_pylist(score_rows, SCORES_SCHEMA), out / "scores" / name, document
@@ -288,13 +383,18 @@ def score_stage(
         part += 1
         if progress:
             progress(len(chunk))
+    _start_run(out, record)
     summary = summarize(out)
     write_table(summary, out / "summary.parquet", {**document, "table": "summary"})
     return summary
 
 
 def _score_chunk(
-    model: str, chunk: list[Item], scorer: Scorer, root: Path | None, blind: bool
+    model: str,
+    chunk: list[Item],
+    get_scorer: Callable[[], Scorer],
+    root: Path | None,
+    blind: bool,
 ) -> tuple[list[dict], list[dict]]:
     images: dict[str, Any] = {}
     ready: list[Item] = []
@@ -313,7 +413,7 @@ def _score_chunk(
         for item in ready
         for text in item.candidates
     ]
-    flat = scorer.score(requests, images) if requests else []
+    flat = get_scorer().score(requests, images) if requests else []
     score_rows = []
     offset = 0
     for item in ready:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.errors import UsageError
+from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.storage import open_store
 from autocomp.store.tables import open_parquet, read_metadata
 
@@ -62,11 +63,13 @@ def _embed(table: pa.Table, images_root: Path) -> pa.Table:
     refs = table.column("image").to_pylist()
     values = []
     for ref in refs:
-        path = images_root / ref
         try:
+            path = resolve_inside(images_root, ref)
             values.append({"bytes": path.read_bytes(), "path": ref})
+        except OutsideRoot as exc:
+            raise UsageError("--images", ref, f"refused: {exc}; fix the table") from None
         except OSError as exc:
-            raise UsageError("--images", str(path), f"cannot be read ({exc.strerror})") from exc
+            raise UsageError("--images", ref, f"cannot be read ({exc.strerror})") from exc
     index = table.schema.get_field_index("image")
     return table.set_column(index, pa.field("image", IMAGE_TYPE), pa.array(values, IMAGE_TYPE))
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
-from autocomp.store.tables import open_parquet, read_metadata
+from autocomp.store.storage import file_sha256
+from autocomp.store.tables import check_writable, open_parquet, read_metadata, sweep_stale
 
 _NAME = re.compile(r"^(?P<kind>[a-z_]+)-(?P<i>\d{5})-of-(?P<k>\d{5})\.parquet$")
 
@@ -47,13 +47,17 @@ def check_shard_args(shard: int | None, num_shards: int) -> list[int]:
 
 
 def prepare_folder(folder: str | Path) -> Path:
-    """An output folder: created if missing (its parent must exist); a file there is an error."""
+    """An output folder, checked before any work: a folder or nothing there, in an existing
+    folder. It is created by the first shard written (`write_table`), so a run that fails before
+    writing anything leaves no empty folder behind."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise UsageError("--out", str(folder), "is a file; give a folder for this stage's shards")
-    if not folder.parent.exists():
+    if not folder.parent.is_dir():
         raise UsageError("--out", str(folder), f"folder {folder.parent} does not exist")
-    folder.mkdir(exist_ok=True)
+    check_writable(folder if folder.is_dir() else folder.parent, "--out", folder)
+    sweep_stale(folder)
+    sweep_stale(folder / "images")
     return folder
 
 
@@ -72,15 +76,14 @@ def finished(path: Path, config: dict[str, Any]) -> bool:
     return True
 
 
-def read_stage(
+def stage_files(
     path: str | Path, kind: str, option: str = "--input", only: int | None = None
-) -> tuple[pa.Table, dict[str, Any]]:
-    """All shards of a stage folder (or one Parquet file) as one table, with the metadata of the
-    first shard. Missing shards are an error that names them. `only`: just that shard (a worker
-    of a fanned-out pipeline sees only its own shard's folder)."""
+) -> list[Path]:
+    """The shard files of a stage folder (all `k`, or shard `only`), or the one Parquet file
+    given. Missing shards are an error that names them."""
     path = Path(path)
     if path.is_file():
-        return open_parquet(path).read(), read_metadata(path)
+        return [path]
     if not path.is_dir():
         raise UsageError(option, str(path), f"no such folder; give the {kind} stage's --out")
     found: dict[int, Path] = {}
@@ -95,6 +98,8 @@ def read_stage(
     if len(totals) > 1:
         raise UsageError(option, str(path), f"mixes shard counts {sorted(totals)}")
     total = totals.pop()
+    if only is not None and not 0 <= only < total:
+        raise UsageError("--shard", only, f"must be between 0 and {total - 1} ({path} has {total})")
     wanted = set(range(total)) if only is None else {only}
     missing = sorted(wanted - set(found))
     if missing:
@@ -104,8 +109,36 @@ def read_stage(
             f"is missing {kind} shard(s) {', '.join(map(str, missing[:5]))} of {total}; "
             "run them (--shard) before the next stage",
         )
-    tables = [pq.read_table(found[i]) for i in sorted(wanted)]
-    return pa.concat_tables(tables, promote_options="default"), read_metadata(found[min(wanted)])
+    return [found[i] for i in sorted(wanted)]
+
+
+def read_stage(
+    path: str | Path, kind: str, option: str = "--input", only: int | None = None
+) -> tuple[pa.Table, dict[str, Any]]:
+    """All shards of a stage folder (or one Parquet file) as one table, with the metadata of the
+    first shard. `only`: just that shard (a worker of a fanned-out pipeline sees only its own
+    shard's folder)."""
+    files = stage_files(path, kind, option, only)
+    try:
+        tables = [open_parquet(f, option).read() for f in files]
+    except (OSError, pa.ArrowException) as exc:
+        problem = " ".join(str(exc).split())[:160]
+        raise UsageError(
+            option, str(path), f"holds an unreadable {kind} shard ({problem})"
+        ) from None
+    return pa.concat_tables(tables, promote_options="default"), read_metadata(files[0])
+
+
+def input_digest(
+    path: str | Path, kind: str, option: str = "--input", only: int | None = None
+) -> str:
+    """The SHA-256 over the content of a stage's input (its shard files, in order): what
+    resume keys on, with the configuration, so a finished shard made from another input with
+    the same name is never taken as done."""
+    digest = hashlib.sha256()
+    for file in stage_files(path, kind, option, only):
+        digest.update(f"{file.name}\0{file_sha256(file)}\n".encode())
+    return digest.hexdigest()
 
 
 def collect_stage(folders: list[str | Path], out: str | Path) -> int:

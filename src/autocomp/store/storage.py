@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from autocomp import __version__
 from autocomp.errors import UsageError
+from autocomp.store.tables import sweep_stale
 
 MANIFEST = "_manifest.json"
 ENDPOINT_ENV = "AUTOCOMP_S3_ENDPOINT"
@@ -82,6 +83,37 @@ def _verify(folder: Path, manifest: dict[str, Any]) -> None:
             raise StorageError(f"{f['path']}: content does not match the manifest's SHA-256")
 
 
+def _fetch_verified(
+    manifest: dict[str, Any], folder: Path, fetch: Callable[[str, Path], None]
+) -> None:
+    """Fetch every file of an output into a staging folder beside `folder`, verify them all
+    against the manifest, and only then move them into place: a tampered or truncated object
+    never lands under the output folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder / f".fetch-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for f in manifest["files"]:
+            target = staging / _inside(f["path"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fetch(f["path"], target)
+        _verify(staging, manifest)
+        for f in manifest["files"]:
+            final = folder / f["path"]
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / f["path"], final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _inside(path: str) -> str:
+    """A manifest's file path, refused if it could leave the output folder."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise StorageError(f"manifest names an unsafe path {path!r}")
+    return path
+
+
 # ----------------------------------------------------------------------------- local
 
 
@@ -103,6 +135,7 @@ class LocalStore:
             return existing
         manifest = build_manifest(name, Path(folder), made_by)
         target = self.root / name
+        sweep_stale(target.parent)
         tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns(MANIFEST))
@@ -117,18 +150,16 @@ class LocalStore:
         if manifest is None:
             raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
         source = self.root / _check_name(name)
-        folder = Path(folder)
-        for f in manifest["files"]:
-            (folder / f["path"]).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / f["path"], folder / f["path"])
-        _verify(folder, manifest)
+        _fetch_verified(manifest, Path(folder), lambda p, t: shutil.copyfile(source / p, t))
         return manifest
 
     def outputs(self, prefix: str = "") -> list[str]:
         if not self.root.is_dir():
             return []
         found = (p.parent.relative_to(self.root).as_posix() for p in self.root.rglob(MANIFEST))
-        return sorted(n for n in found if n.startswith(prefix))
+        # a put in progress (or killed) stages under a hidden .<name>.tmp-PID folder: not output
+        visible = (n for n in found if not any(part.startswith(".") for part in n.split("/")))
+        return sorted(n for n in visible if n.startswith(prefix))
 
 
 # ----------------------------------------------------------------------------- S3 / MinIO
@@ -165,7 +196,7 @@ class S3Store:
         if not endpoint or missing:
             what = ENDPOINT_ENV if not endpoint else ", ".join(missing)
             raise UsageError(
-                "store",
+                "--store",
                 uri,
                 f"set {what} in the environment (on the cluster: the "
                 "autocomp-s3 Secret) to use an S3 store",
@@ -192,7 +223,7 @@ class S3Store:
                 return fn()
             except Exception as exc:
                 if not _transient(exc):
-                    raise
+                    raise self._usage_error(what, exc) from None
                 if attempt == self.retries:
                     raise StorageError(
                         f"{self.endpoint}: {what} failed after {self.retries + 1} attempts "
@@ -200,6 +231,24 @@ class S3Store:
                         "(no manifest): re-run the step to resume"
                     ) from exc
                 time.sleep(self.backoff * 2**attempt)
+
+    def _usage_error(self, what: str, exc: Exception) -> Exception:
+        """A non-transient S3 error as one line naming endpoint, bucket, key and the fix (the
+        credentials themselves are never printed)."""
+        from minio.error import S3Error
+
+        if not isinstance(exc, S3Error):
+            return exc
+        fixes = {
+            "InvalidAccessKeyId": f"the access key is not known there; check {KEY_ENVS[0]}",
+            "SignatureDoesNotMatch": f"the secret key is wrong; check {KEY_ENVS[1]}",
+            "AccessDenied": "these credentials may not do this; check the bucket policy",
+            "NoSuchBucket": f"create bucket {self.bucket!r} or fix the store URI",
+            "NoSuchKey": "the object is missing: the output is incomplete; publish it again",
+        }
+        fix = fixes.get(exc.code, "see the S3 server's message")
+        where = f"store {self.uri} (endpoint {self.endpoint}, bucket {self.bucket})"
+        return UsageError(where, what, f"{exc.code}: {fix}")
 
     def ensure_bucket(self) -> None:
         if not self._retry(
@@ -281,14 +330,15 @@ class S3Store:
         manifest = self.manifest(name)
         if manifest is None:
             raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
-        folder = Path(folder)
-        for f in manifest["files"]:
-            key = self._key(name, f["path"])
+
+        def fetch(path: str, target: Path) -> None:
+            key = self._key(name, path)
             self._retry(
                 f"downloading {key}",
-                lambda k=key, p=f["path"]: self.client.fget_object(self.bucket, k, str(folder / p)),
+                lambda: self.client.fget_object(self.bucket, key, str(target)),
             )
-        _verify(folder, manifest)
+
+        _fetch_verified(manifest, Path(folder), fetch)
         return manifest
 
     def outputs(self, prefix: str = "") -> list[str]:

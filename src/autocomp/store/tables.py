@@ -39,7 +39,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,25 +121,102 @@ def open_parquet(path: str | Path, option: str = "--input") -> pq.ParquetFile:
 
 
 def require_columns(
-    path: str | Path, schema: pa.Schema, columns: tuple[str, ...], hint: str
+    path: str | Path,
+    schema: pa.Schema,
+    columns: Sequence[str],
+    hint: str,
+    option: str = "--input",
 ) -> None:
     missing = [c for c in columns if c not in schema.names]
     if missing:
-        raise UsageError("--input", str(path), f"missing column(s) {', '.join(missing)}; {hint}")
+        raise UsageError(option, str(path), f"missing column(s) {', '.join(missing)}; {hint}")
 
 
-def check_output_path(path: str | Path) -> Path:
-    """Validate an output path before any work starts."""
+def read_rows(
+    source: pq.ParquetFile, path: str | Path, option: str, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Read a whole table; a damaged page is a usage error naming the file, not a traceback."""
+    try:
+        return source.read(columns=list(columns) if columns is not None else None)
+    except (OSError, pa.ArrowException) as exc:
+        problem = " ".join(str(exc).split())[:160]
+        raise UsageError(
+            option, str(path), f"holds damaged data ({problem}); re-create it"
+        ) from None
+
+
+def check_writable(folder: Path, option: str, shown: Path) -> None:
+    """The folder accepts a new file (probed: permissions, read-only file systems and special
+    file systems all answer the same way), checked before any work starts."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".autocomp-probe-"):
+            pass
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+        fix = f"cannot be written ({reason}); choose another path"
+        raise UsageError(option, str(shown), fix) from None
+
+
+def check_output_path(
+    path: str | Path, inputs: Sequence[str | Path] = (), force: bool = False
+) -> Path:
+    """Validate an output table's path before any work starts: a .parquet file in an existing
+    folder, not one of the stage's inputs, and not an existing table unless `force`."""
     path = Path(path)
     if path.suffix != ".parquet":
         raise UsageError("--out", str(path), "must end in .parquet")
     if path.is_dir():
         raise UsageError("--out", str(path), "is a folder; give a file path ending in .parquet")
-    if not path.parent.exists():
+    if not path.parent.is_dir():
+        what = "is a file" if path.parent.exists() else "does not exist"
         raise UsageError(
-            "--out", str(path), f"folder {path.parent} does not exist; create it first"
+            "--out", str(path), f"folder {path.parent} {what}; create the folder first"
         )
+    for source in inputs:
+        if path.resolve() == Path(source).resolve():
+            raise UsageError("--out", str(path), "is the --input itself; write to a new file")
+    if path.exists() and not force:
+        raise UsageError(
+            "--out", str(path), "exists; choose a new path, or pass --force to replace it"
+        )
+    check_writable(path.parent, "--out", path)
+    sweep_stale(path.parent)
     return path
+
+
+_STALE = re.compile(r"^\..+\.(tmp|report|fetch)-(?P<pid>\d+)(-[0-9a-f]+)?$")
+
+
+def sweep_stale(folder: str | Path) -> int:
+    """Remove the temporary files and folders that killed runs left in `folder` (hidden names
+    ending in .tmp-PID, whose process is gone); a live process's are left alone. Returns how
+    many were removed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for path in folder.iterdir():
+        match = _STALE.match(path.name)
+        if not match or _alive(int(match["pid"])):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager
@@ -155,6 +235,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def write_table(table: pa.Table, path: str | Path, document: dict[str, Any]) -> None:
     """Write one whole table atomically, with its metadata."""
     table = table.replace_schema_metadata(with_metadata(table.schema, document).metadata)
+    Path(path).parent.mkdir(exist_ok=True)  # a stage folder appears with its first file
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 
@@ -178,3 +259,21 @@ class StreamWriter:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self._writer.close()
         self._context.__exit__(exc_type, exc, tb)  # renames on success, removes on failure
+
+
+def with_sample_keys(table: pa.Table) -> pa.Table:
+    """`table` with `sample_id` and `condition`, derived where missing by the score stage's rule
+    (a benchmark made straight from concepts: the concept id, the Minimal condition)."""
+    names = table.column_names
+    rows = table.num_rows
+    conditions = table["condition"].to_pylist() if "condition" in names else [None] * rows
+    if "sample_id" not in names:
+        concepts = table["concept_id"].to_pylist() if "concept_id" in names else [None] * rows
+        ids = [
+            f"{c}/{cond}" if c and cond else (c or f"row-{i}")
+            for i, (c, cond) in enumerate(zip(concepts, conditions))
+        ]
+        table = table.append_column("sample_id", pa.array(ids, pa.string()))
+    if "condition" not in names:
+        table = table.append_column("condition", pa.array(["minimal"] * rows, pa.string()))
+    return table

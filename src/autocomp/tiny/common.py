@@ -4,6 +4,9 @@ byte-level tokenizer that need no download."""
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -38,3 +41,23 @@ def byte_level_tokenizer(specials: list[str]) -> object:
     )  # fmt: skip
     tokenizer.add_special_tokens({"additional_special_tokens": specials})
     return tokenizer
+
+
+def build_once(final: Path, save: Callable[[Path], None]) -> Path:
+    """Build a model folder once, safely under concurrency: `save(tmp)` writes into a folder
+    private to this process and thread, which is then renamed into place atomically. When two
+    workers build the same model at once, the first rename wins and the other build is
+    discarded (tiny models are seeded, so both are the same); readers see a complete folder or
+    none."""
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir(parents=True)
+    try:
+        save(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final

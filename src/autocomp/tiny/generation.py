@@ -8,24 +8,11 @@ every machine. Scoring-side tiny models (CLIP, SigLIP, VLMs) live in `autocomp.t
 
 from __future__ import annotations
 
-import os
-import shutil
 import string
 from collections.abc import Callable
 from pathlib import Path
 
-from autocomp.tiny.common import CHAT_TEMPLATE, byte_level_tokenizer, cache_dir
-
-
-def _commit(folder: Path, save: Callable[[Path], None]) -> Path:
-    """Run `save(tmp)` and move the result to `folder` only when it completed."""
-    tmp = folder.with_name(folder.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save(tmp)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(tmp, folder)
-    return folder
+from autocomp.tiny.common import CHAT_TEMPLATE, build_once, byte_level_tokenizer, cache_dir
 
 
 def _letters_vocab() -> list[str]:
@@ -58,7 +45,7 @@ def build_text_llm(folder: Path) -> None:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
 
-    _commit(folder, save)
+    build_once(folder, save)
 
 
 # ----------------------------------------------------------------------------- text-to-image
@@ -122,7 +109,7 @@ def build_sd3(folder: Path) -> None:
         text_encoder_3=t5.eval(),
         tokenizer_3=t5_tok,
     )
-    _commit(folder, pipe.save_pretrained)
+    build_once(folder, pipe.save_pretrained)
 
 
 # ----------------------------------------------------------------------------- detection
@@ -167,7 +154,7 @@ def build_grounding_dino(folder: Path) -> None:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
 
-    _commit(folder, save)
+    build_once(folder, save)
 
 
 def build_sam2(folder: Path) -> None:
@@ -213,7 +200,7 @@ def build_sam2(folder: Path) -> None:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
 
-    _commit(folder, save)
+    build_once(folder, save)
 
 
 BUILDERS: dict[str, Callable[[Path], None]] = {

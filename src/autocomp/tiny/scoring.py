@@ -7,10 +7,11 @@ saved the way real weights are stored, and then loaded back by the production lo
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
-from autocomp.tiny.common import CHAT_TEMPLATE, byte_level_tokenizer, cache_dir
+from autocomp.tiny.common import CHAT_TEMPLATE, build_once, byte_level_tokenizer, cache_dir
 
 TINY_CONFIGS = Path(__file__).parent / "configs"
 
@@ -35,9 +36,9 @@ def ensure_open_clip_weights(entry: Any) -> Path:
     torch.manual_seed(0)
     model = open_clip.create_model(entry.architecture, pretrained=None).eval()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
-    os.replace(tmp, path)
+    os.replace(tmp, path)  # a file: the last of two concurrent identical builds wins, atomically
     return path
 
 
@@ -127,18 +128,17 @@ def _build_llava(folder: Path) -> None:
 
 
 def _save(model_class: type, config: object, processor: object, folder: Path) -> None:
-    import shutil
 
     import torch
 
     torch.manual_seed(0)
     model = model_class(config).eval()
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    processor.save_pretrained(tmp)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(tmp, folder)
+
+    def save(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+
+    build_once(folder, save)
 
 
 VLM_BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "llava": _build_llava}
