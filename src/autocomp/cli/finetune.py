@@ -107,8 +107,6 @@ def _report(args: argparse.Namespace) -> None:
     for run in args.runs:
         if not Path(run).is_dir():
             raise UsageError("--runs", run, "no such folder; give finetune-score outputs")
-                "--runs", run, "no such folder; give `autocomp finetune-score` outputs"
-            )
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise UsageError("--out", args.out, "is a file; give a folder")
     paths = write_report(args.runs, args.out, args.checkpoints or [], args.seed)
