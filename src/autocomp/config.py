@@ -86,7 +86,8 @@ class CurateConfig:
 
 @dataclass(frozen=True)
 class NegativesConfig:
-    """`negatives`: Swap and Confusion candidate sets (workers: None = up to 2 processes)."""
+    """`negatives`: Swap and Confusion candidate sets (workers: None = one process per core
+    beyond the first; in-process on two cores or fewer)."""
 
     protocol: str = "paper"
     workers: int | None = None
