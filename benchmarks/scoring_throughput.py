@@ -66,7 +66,7 @@ def batched_no_sharing(scorer, prefix: dict, ids: list[list[int]], batch: int) -
     import torch
 
     out: list[float] = []
-    length = prefix["input_ids"].shape[1]
+    length, device = prefix["input_ids"].shape[1], prefix["input_ids"].device
     for start in range(0, len(ids), batch):
         chunk = ids[start : start + batch]
         count, width = len(chunk), max(len(c) for c in chunk)
@@ -75,9 +75,13 @@ def batched_no_sharing(scorer, prefix: dict, ids: list[list[int]], batch: int) -
         for j, caption in enumerate(chunk):
             cand[j, : len(caption)] = torch.tensor(caption)
             mask[j, : len(caption)] = 1
+        cand, mask = cand.to(device), mask.to(device)
         rows = dict(prefix)
         rows["input_ids"] = torch.cat([prefix["input_ids"].expand(count, -1), cand], 1)
         rows["attention_mask"] = torch.cat([prefix["attention_mask"].expand(count, -1), mask], 1)
+        for key in prefix:
+            if key.endswith("token_type_ids"):
+                rows[key] = torch.cat([prefix[key].expand(count, -1), torch.zeros_like(cand)], 1)
         if "image_grid_thw" in prefix:  # Qwen-VL: patches of every row concatenated
             rows["pixel_values"] = prefix["pixel_values"].repeat(count, 1)
             rows["image_grid_thw"] = prefix["image_grid_thw"].repeat(count, 1)
