@@ -4,17 +4,17 @@ For each image, the chat prompt (the image and an instruction in the user turn, 
 assistant turn opening) is the *prefix*; each candidate caption is the continuation. The score is
 the sum of log p(token) over the caption's tokens (tokenised on their own, no special tokens).
 
-Shared prefix (the default): the prefix runs once per image; its KV cache is copied and repeated
-for a chunk of candidates, which then run only their own tokens; the first caption token is
-scored from the prefix's last logits. Chunks start at `chunk_size` candidates and halve on
-out-of-memory until they fit. `naive=True` runs one full forward per candidate: the reference the
-shared path is tested against. Blind requests (image None) use the same prompt without the image
-(paper A.8).
+Shared prefix (the default): the prefix runs once per image; a chunk of candidates then runs as
+one packed row after it, each candidate attending to the prefix's KV cache and to its own
+tokens only (a 4D mask, positions as if alone), so the cache is neither copied nor repeated per
+candidate; the first caption token is scored from the prefix's last logits. Chunks start at
+`chunk_size` candidates and halve on out-of-memory until they fit. `naive=True` runs one full
+forward per candidate: the reference the shared path is tested against. Blind requests (image
+None) use the same prompt without the image (paper A.8).
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -187,27 +187,47 @@ class VlmScorer:
     def _chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
     ) -> list[float]:
+        """Score a chunk of candidates packed into one row after the prefix: each candidate
+        token attends to the whole prefix and to its own earlier tokens (a 4D mask), with the
+        positions it would have alone. The prefix cache is read by every candidate, never
+        repeated per candidate; afterwards it is cut back to the prefix for the next chunk."""
         import torch
 
-        count, width = len(ids), max(len(c) for c in ids)
         length = prefix["input_ids"].shape[1]
-        cand = torch.zeros(count, width, dtype=torch.long, device=self.device)
-        mask = torch.zeros(count, width, dtype=torch.long, device=self.device)
-        for j, caption in enumerate(ids):
-            cand[j, : len(caption)] = torch.tensor(caption, device=self.device)
-            mask[j, : len(caption)] = 1
-        chunk_cache = copy.deepcopy(cache)
-        chunk_cache.batch_repeat_interleave(count)
-        attention = torch.cat([prefix["attention_mask"].expand(count, -1), mask], 1)
-        positions = torch.arange(length, length + width, device=self.device).expand(count, -1)
+        sizes = torch.tensor([len(c) for c in ids], device=self.device)
+        flat = torch.tensor([t for c in ids for t in c], device=self.device)
+        owner = torch.repeat_interleave(torch.arange(len(ids), device=self.device), sizes)
+        starts = torch.cumsum(sizes, 0) - sizes
+        offset = torch.arange(flat.numel(), device=self.device) - starts[owner]
+        own = (owner[:, None] == owner[None, :]) & (offset[:, None] >= offset[None, :])
+        seen = prefix["attention_mask"][0].bool().expand(flat.numel(), -1)
+        allowed = torch.cat([seen, own], 1)
+        dtype = self.model.dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
+        mask = mask.masked_fill(~allowed, torch.finfo(dtype).min)[None, None]
+        positions = (length + offset)[None]
         if rope_deltas is not None:  # multimodal RoPE (Qwen-VL): 3 x batch x length
             positions = (positions + rope_deltas.to(self.device)).unsqueeze(0).expand(3, -1, -1)
-        logits = self.model(
-            input_ids=cand, attention_mask=attention, cache=chunk_cache, position_ids=positions
-        ).logits
-        self.calls["candidate_forwards"] += count
+        try:
+            logits = self.model(
+                input_ids=flat[None], attention_mask=mask, cache=cache, position_ids=positions
+            ).logits[0]
+        finally:
+            _cut_back(cache, length)
+        self.calls["candidate_forwards"] += len(ids)
         self.calls["chunks"] += 1
-        logp = torch.log_softmax(logits.float(), -1)
-        first = last[cand[:, :1]]
-        rest = logp[:, :-1].gather(2, cand[:, 1:, None]).squeeze(-1)
-        return (torch.cat([first, rest], 1) * mask).sum(1).tolist()
+        logits = logits.float()
+        follows = owner[1:] == owner[:-1]  # token i+1 continues the candidate of token i
+        nxt = logits[:-1].gather(1, flat[1:, None]).squeeze(1) - torch.logsumexp(logits[:-1], -1)
+        scores = last[flat[starts]].clone()
+        scores.index_add_(0, owner[1:], torch.where(follows, nxt, torch.zeros_like(nxt)))
+        return scores.tolist()
+
+
+def _cut_back(cache: Any, length: int) -> None:
+    """Drop what a chunk appended to the prefix cache, layer by layer (a chunk that failed part
+    way appended to some layers only)."""
+    for layer in getattr(cache, "layers", []):
+        extra = layer.get_seq_length() - length
+        if extra > 0:
+            layer.crop(-extra)
