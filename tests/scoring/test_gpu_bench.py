@@ -40,6 +40,6 @@ def test_tiny_run_fills_every_row_of_the_table(tmp_path):
     done = _run("--tiny", "--budget", "0.5", "--json", str(rows_file), timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = json.loads(rows_file.read_text())["rows"]
-    assert [r["section"] for r in rows] == ["render"] + ["validate"] * 4 + ["score"] * 4
+    assert [r["section"] for r in rows] == ["render"] + ["validate"] * 4 + ["score"] * 5
     assert all(r["rate"] > 0 for r in rows)
     assert "per 100k concepts" in done.stdout and "154 A100 GPU-h" in done.stdout

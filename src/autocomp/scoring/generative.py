@@ -4,10 +4,14 @@ For each image, the chat prompt (the image and an instruction in the user turn, 
 assistant turn opening) is the *prefix*; each candidate caption is the continuation. The score is
 the sum of log p(token) over the caption's tokens (tokenised on their own, no special tokens).
 
-Shared prefix (the default): the prefix runs once per image; a chunk of candidates then runs as
-one packed row after it, each candidate attending to the prefix's KV cache and to its own
-tokens only (a 4D mask, positions as if alone), so the cache is neither copied nor repeated per
-candidate; the first caption token is scored from the prefix's last logits. Chunks start at
+Shared prefix (the default): the prefix runs once per image; its KV cache is copied and repeated
+for a chunk of candidates, which then run only their own tokens; the first caption token is
+scored from the prefix's last logits. With `packed = True` a chunk instead runs as one packed
+row after the prefix, each candidate attending to the prefix's cache and to its own tokens only
+(a 4D mask, positions as if alone): no copy of the cache per candidate, but attention over the
+masked candidate x candidate block. Both give the naive path's scores; on a 2-core CPU the
+repeated cache was faster at chunks of 16-32 and even at 64-128, so it stays the default until
+`benchmarks/gpu.sh` measures both on a GPU. Chunks start at
 `chunk_size` candidates and halve on out-of-memory until they fit. `naive=True` runs one full
 forward per candidate: the reference the shared path is tested against. Blind requests (image
 None) use the same prompt without the image (paper A.8).
@@ -34,6 +38,8 @@ def _is_oom(exc: BaseException) -> bool:
 
 class VlmScorer:
     """Scores captions by their log-likelihood under a vision-language model."""
+
+    packed = False  # chunks as one packed row (no cache copies) instead of a repeated cache
 
     def __init__(
         self,
@@ -185,6 +191,45 @@ class VlmScorer:
         return results
 
     def _chunk(
+        self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
+    ) -> list[float]:
+        if self.packed:
+            return self._packed_chunk(prefix, cache, last, rope_deltas, ids)
+        return self._repeated_chunk(prefix, cache, last, rope_deltas, ids)
+
+    def _repeated_chunk(
+        self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
+    ) -> list[float]:
+        """Score a chunk of candidates as a batch, over a copy of the prefix cache repeated once
+        per candidate."""
+        import copy
+
+        import torch
+
+        count, width = len(ids), max(len(c) for c in ids)
+        length = prefix["input_ids"].shape[1]
+        cand = torch.zeros(count, width, dtype=torch.long, device=self.device)
+        mask = torch.zeros(count, width, dtype=torch.long, device=self.device)
+        for j, caption in enumerate(ids):
+            cand[j, : len(caption)] = torch.tensor(caption, device=self.device)
+            mask[j, : len(caption)] = 1
+        chunk_cache = copy.deepcopy(cache)
+        chunk_cache.batch_repeat_interleave(count)
+        attention = torch.cat([prefix["attention_mask"].expand(count, -1), mask], 1)
+        positions = torch.arange(length, length + width, device=self.device).expand(count, -1)
+        if rope_deltas is not None:  # multimodal RoPE (Qwen-VL): 3 x batch x length
+            positions = (positions + rope_deltas.to(self.device)).unsqueeze(0).expand(3, -1, -1)
+        logits = self.model(
+            input_ids=cand, attention_mask=attention, cache=chunk_cache, position_ids=positions
+        ).logits
+        self.calls["candidate_forwards"] += count
+        self.calls["chunks"] += 1
+        logp = torch.log_softmax(logits.float(), -1)
+        first = last[cand[:, :1]]
+        rest = logp[:, :-1].gather(2, cand[:, 1:, None]).squeeze(-1)
+        return (torch.cat([first, rest], 1) * mask).sum(1).tolist()
+
+    def _packed_chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
     ) -> list[float]:
         """Score a chunk of candidates packed into one row after the prefix: each candidate

@@ -406,6 +406,6 @@ def collect_runs(folders: list[str | Path], out: str | Path) -> pa.Table:
     files = [Path(f) / "summary.parquet" for f in folders]
     tables = [pq.read_table(f) for f in files if f.is_file()]  # placeholders have none
     tables = [t for t in tables if t.num_rows]
-    table = pa.concat_tables(tables) if tables else pa.table({})
+    table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     write_table(table, out / "summary.parquet", provenance("summary", runs=len(folders)))
     return table
