@@ -472,10 +472,9 @@ def contrastive(cfg: dict, device: str, dtype: Any, budget: Budget, sync: Callab
         with built_on(device, torch.float32):
             model = open_clip.create_model(arch, pretrained=None, device=device).eval()
         model = model.to(dtype)
-        size = model.visual.image_size
+        size = open_clip.get_model_config(arch)["vision_cfg"]["image_size"]
         size = size[0] if isinstance(size, (tuple, list)) else size
-        context = model.context_length if hasattr(model, "context_length") else 77
-        context = int(getattr(model, "context_length", None) or context)
+        context = int(getattr(model, "context_length", None) or 77)
         trim = _trimmable(model)
         length = cfg["caption_tokens"] if trim else context
         images = torch.randn(cfg["image_batch"], 3, size, size, device=device, dtype=dtype)
@@ -645,6 +644,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=45.0, help="timed seconds per model")
     parser.add_argument("--device", default=None, help="default: cuda if available, else cpu")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--dtype", default="auto", choices=("auto", "bfloat16", "float32"),
+        help="weights and activations (auto: bfloat16 on a GPU, float32 on a CPU)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     cfg = TINY if args.tiny else FULL
     if args.dry_run:
@@ -655,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if args.dtype != "auto":  # e.g. a CPU check of the GPU's bfloat16 path
+        dtype = getattr(torch, args.dtype)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "CPU"
     if device.startswith("cuda"):
