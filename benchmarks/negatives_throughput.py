@@ -12,7 +12,11 @@ Baselines, measured in the same run on a sample of the same rows:
 - fill-per-candidate: the exact method without the per-hole piece tables (one `Template.fill`
   per arrangement).
 
-Usage: python benchmarks/negatives_throughput.py [--scale 1.0] [--workers 2] [--keep DIR]
+The stage runs once per `--workers` value (default: 2, the former default, then `auto`, the
+count that fits the cores); every run must write the same bytes, and the ratio to the first run
+is printed.
+
+Usage: python benchmarks/negatives_throughput.py [--scale 1.0] [--workers 2 auto] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from autocomp.protocol.concepts import count_concepts, sample_concepts
 from autocomp.protocol.family import load_family
 from autocomp.protocol.minimal import minimal_caption, spec_text
 from autocomp.protocol.negatives import arrangements, build_candidates
-from autocomp.protocol.stages import negatives_stage
+from autocomp.protocol.stages import default_workers, negatives_stage
 
 # Table 2 of the paper: validated samples (Minimal, Contextual) per benchmark.
 TABLE_2 = {
@@ -120,6 +124,12 @@ def time_per_candidate(rows, fn) -> tuple[float, int, int]:
     return time.perf_counter() - start, total, unique
 
 
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def peak_rss_mb() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -129,7 +139,7 @@ def peak_rss_mb() -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Table 2 (default 1)")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", nargs="+", default=["2", "auto"], help="counts or 'auto'")
     parser.add_argument("--sample", type=int, default=300, help="rows per family/N for baselines")
     parser.add_argument("--keep", type=Path, help="keep the input and output here")
     args = parser.parse_args()
@@ -143,20 +153,29 @@ def main() -> None:
         f"input: {rows:,} positives (Table 2 mix x {args.scale}) built in {time.perf_counter() - t0:.1f} s"
     )
 
-    t0 = time.perf_counter()
-    summary = negatives_stage(source, target, NegativesConfig(workers=args.workers))
-    wall = time.perf_counter() - t0
-    candidates = summary["swap"] + summary["confusion"]
-    own, children = peak_rss_mb()
-    size = target.stat().st_size / 2**20
-    print(
-        f"autocomp negatives: {summary['rows']:,} rows, {summary['confusion']:,} confusion + "
-        f"{summary['swap']:,} swap = {candidates:,} candidate captions in {wall:.1f} s "
-        f"({candidates / wall:,.0f} captions/s, {args.workers} workers)"
-    )
-    print(
-        f"peak RSS: parent {own:,.0f} MB, largest worker {children:,.0f} MB; output {size:,.0f} MB (zstd)"
-    )
+    first_rate, first_bytes = None, None
+    for value in args.workers:
+        workers = default_workers() if value == "auto" else int(value)
+        out = target.with_name(f"benchmark-{value}.parquet")
+        t0 = time.perf_counter()
+        cpu0 = _cpu_seconds()
+        summary = negatives_stage(source, out, NegativesConfig(workers=workers))
+        wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+        candidates = summary["swap"] + summary["confusion"]
+        rate = candidates / wall
+        data = out.read_bytes()
+        first_rate, first_bytes = first_rate or rate, first_bytes or data
+        own, children = peak_rss_mb()
+        print(
+            f"autocomp negatives, workers {value} ({workers}): {summary['rows']:,} rows, "
+            f"{summary['confusion']:,} confusion + {summary['swap']:,} swap = {candidates:,} "
+            f"captions in {wall:.1f} s ({rate:,.0f} captions/s, {rate / first_rate:.2f}x the "
+            f"first run; CPU {cpu:.1f} s); same bytes as the first run: {data == first_bytes}"
+        )
+        print(
+            f"  peak RSS: parent {own:,.0f} MB, largest worker {children:,.0f} MB; "
+            f"output {len(data) / 2**20:,.0f} MB (zstd)"
+        )
 
     # Baselines on a sample of the same rows (both conditions, every family and N).
     table = pq.read_table(source).to_pylist()

@@ -123,13 +123,22 @@ def test_score_killed_then_resumed_gives_the_same_results(big_benchmark, tmp_pat
     )
     subprocess.run(_cli("score", *args, "--out", str(out)), env=_env(), check=True)
     assert _hidden(out) == []
-    keys = ["sample_id", "set", "protocol"]
-    done = pq.read_table(out / "predictions").sort_by([(k, "ascending") for k in keys])
-    ref = pq.read_table(tmp_path / "ref" / "predictions").sort_by([(k, "ascending") for k in keys])
-    assert done.equals(ref)
-    assert (out / "summary.parquet").read_bytes() == (
-        tmp_path / "ref" / "summary.parquet"
-    ).read_bytes()
+    keys = [("sample_id", "ascending"), ("set", "ascending"), ("protocol", "ascending")]
+    done = pq.read_table(out / "predictions").sort_by(keys)
+    ref = pq.read_table(tmp_path / "ref" / "predictions").sort_by(keys)
+    # the resumed run scores the rest in other batches, so scores agree to float rounding (the
+    # batch composition of a matmul), and every decision is the same
+    scores = ("positive_score", "best_negative_score")
+    for column in done.column_names:
+        if column in scores:
+            a, b = done[column].to_pylist(), ref[column].to_pylist()
+            assert all(x is None and y is None or abs(x - y) <= 1e-5 for x, y in zip(a, b))
+        else:
+            assert done[column].equals(ref[column]), column
+    summary = pq.read_table(out / "summary.parquet").replace_schema_metadata(None)
+    assert summary.equals(
+        pq.read_table(tmp_path / "ref" / "summary.parquet").replace_schema_metadata(None)
+    )
 
 
 def test_publish_killed_then_resumed(tmp_path):

@@ -64,8 +64,10 @@ def _rows(tmp_path, n=2, count=40):
     from autocomp.config import NegativesConfig
     from autocomp.protocol.stages import negatives_stage, sample_stage
 
-    sample_stage("color", n, count, 0, tmp_path / "c.parquet")
-    negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1))
+    sample_stage("color", n, count, 0, tmp_path / "c.parquet", force=True)
+    negatives_stage(
+        tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1, force=True)
+    )
     return pq.read_table(tmp_path / "b.parquet").to_pylist()
 
 

@@ -71,3 +71,86 @@ def test_missing_local_weights_name_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOCOMP_WEIGHTS_DIR", str(tmp_path))
     with pytest.raises(UsageError, match="negclip.pth.*AUTOCOMP_WEIGHTS_DIR"):
         load_scorer("negclip", device="cpu")
+
+
+def _color_captions(count: int) -> list[str]:
+    from autocomp.protocol.concepts import sample_concepts
+    from autocomp.protocol.family import load_family
+    from autocomp.protocol.minimal import minimal_caption
+    from autocomp.protocol.negatives import build_candidates
+
+    family = load_family("color")
+    out = []
+    for c in sample_concepts(family, 3, count, seed=0):
+        text = minimal_caption(family, c.objects, c.labels)
+        sets = build_candidates(family, c.objects, c.labels, text)
+        out += [sets.caption, *sets.confusion[:40]]
+    long = "A red cup, " + ", ".join(f"a blue lamp number {i}" for i in range(30)) + "."
+    return [*out, "A cup.", "In a sunlit kitchen, a red cup beside a lamp.", long]
+
+
+def _padded_scores(scorer, image, texts):
+    """open_clip's own path: every caption at the full context, one batch."""
+    import torch
+
+    with torch.no_grad():
+        img = scorer.model.encode_image(scorer.preprocess(image).unsqueeze(0))
+        txt = scorer.model.encode_text(scorer.tokenizer(texts))
+        cos = torch.nn.functional.cosine_similarity(img, txt)
+    if scorer.entry.score == "sigmoid":
+        cos = scorer.model.logit_scale.exp() * cos + scorer.model.logit_bias
+    return cos.tolist()
+
+
+@pytest.mark.parametrize("model", ["tiny-clip", "tiny-siglip"])
+def test_length_batched_text_matches_the_padded_path(images, model):
+    scorer = load_scorer(model, device="cpu", batch_size=16)
+    texts = _color_captions(3)
+    fast = scorer.score([ScoreRequest("red", t) for t in texts], images)
+    slow = _padded_scores(scorer, images["red"], texts)
+    assert max(abs(a - b) for a, b in zip(fast, slow)) <= 1e-5
+    assert max(range(len(fast)), key=fast.__getitem__) == max(
+        range(len(slow)), key=slow.__getitem__
+    )
+    full = len(texts) * scorer.context
+    if model == "tiny-clip":  # causal, EOT-pooled: each batch runs to its longest caption only
+        assert scorer.trim and scorer.calls["text_positions"] < full / 2
+    else:  # non-causal, last-position pooling: the padding matters, so the full context runs
+        assert not scorer.trim and scorer.calls["text_positions"] == full
+
+
+def test_truncated_captions_are_flagged_with_the_tokenizers_own_ids():
+    scorer = load_scorer("tiny-clip", device="cpu")
+    texts = _color_captions(1)[-3:]
+    assert scorer.truncated(texts) == [False, False, True]
+    for text in texts:
+        assert scorer.tokens[text][0].tolist() == scorer.tokenizer([text])[0].tolist()
+
+
+def test_models_with_one_tokenizer_share_token_ids():
+    a = load_scorer("tiny-clip", device="cpu")
+    a.truncated(["A red cup."])
+    b = load_scorer("tiny-clip", device="cpu")
+    assert b.tokens is a.tokens and "A red cup." in b.tokens
+    assert load_scorer("tiny-siglip", device="cpu").tokens is not a.tokens  # context 64, not 77
+
+
+@pytest.mark.parametrize("model", ["tiny-clip", "tiny-siglip"])
+def test_preprocessing_is_the_registrys(model):
+    from torchvision.transforms import CenterCrop, Normalize, Resize
+
+    scorer = load_scorer(model, device="cpu")
+    pre = scorer.entry.preprocess
+    steps = scorer.preprocess.transforms
+    norm = next(s for s in steps if isinstance(s, Normalize))
+    assert list(norm.mean) == pytest.approx(pre["mean"]) and list(norm.std) == pytest.approx(
+        pre["std"]
+    )
+    resize = next(s for s in steps if isinstance(s, Resize))
+    assert resize.interpolation.value == pre["interpolation"]
+    if pre["resize_mode"] == "squash":  # both sides to the resolution, no crop
+        assert list(resize.size) == [pre["resolution"]] * 2
+        assert not any(isinstance(s, CenterCrop) for s in steps)
+    else:
+        assert any(isinstance(s, CenterCrop) for s in steps)
+    assert scorer.model.visual.image_size[0] == pre["resolution"]

@@ -204,3 +204,22 @@ def test_paths_leaving_the_images_root_and_bombs_fail_their_item(tmp_path, bench
     for i in range(3):
         assert "leaves the images root" in reasons[ids[i]], reasons[ids[i]]
     assert "image unreadable" in reasons[ids[3]] and "decompression bomb" in reasons[ids[3]]
+
+
+@pytest.mark.slow
+def test_captions_past_the_context_are_counted_not_hidden(tmp_path, benchmark):
+    path, root = benchmark
+    table = pq.read_table(path)
+    captions = table.column("caption").to_pylist()
+    captions[0] = "A photo of " + " and ".join(f"a red cup number {i}" for i in range(40)) + "."
+    table = table.set_column(table.schema.get_field_index("caption"), "caption", [captions])
+    pq.write_table(table, tmp_path / "long.parquet")
+    summary = score_stage(
+        get_model("tiny-clip"), tmp_path / "long.parquet", tmp_path / "run",
+        lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(root),
+    )  # fmt: skip
+    preds = read_predictions(tmp_path / "run").to_pylist()
+    first = table.column("sample_id")[0].as_py() if "sample_id" in table.column_names else None
+    cut = {p["sample_id"] for p in preds if p["truncated"]}
+    assert len(cut) == 1 and (first is None or cut == {first})
+    assert sum(r["truncated"] for r in summary.to_pylist()) == sum(p["truncated"] for p in preds)

@@ -28,9 +28,11 @@ def requests():
     return reqs + [ScoreRequest(None, c) for c in CAPTIONS[:2]]
 
 
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("model", VLMS)
-def test_shared_prefix_equals_naive(model, images):
+def test_shared_prefix_equals_naive(model, images, packed):
     shared = load_scorer(model, device="cpu", chunk_size=3)
+    shared.packed = packed  # candidates of a chunk in one row with a 4D mask, or a repeated cache
     naive = load_scorer(model, device="cpu", naive=True)
     a, b = shared.score(requests(), images), naive.score(requests(), images)
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4

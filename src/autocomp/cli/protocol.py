@@ -94,7 +94,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="paper: keep candidates that describe the positive's scene (flagged); "
         f"strict: drop them (default {default.protocol})",
     )
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (default: one per core beyond the first)",
+    )
     p.add_argument(
         "--batch-size",
         type=int,

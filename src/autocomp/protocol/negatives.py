@@ -189,6 +189,35 @@ def _relation_same_scene_cached(family: Family, meanings: tuple[str, ...]) -> fr
     )
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Which arrangements each set keeps, in order: the same for every caption of one
+    (kind, N, protocol, same-scene set), so it is computed once, not per caption."""
+
+    confusion: tuple[int, ...]
+    confusion_same_scene: tuple[bool, ...]
+    swap: tuple[int, ...]
+    swap_same_scene: tuple[bool, ...]
+    swap_in_confusion: tuple[int, ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def _layout(relation: bool, n: int, protocol: str, same: frozenset[int]) -> _Layout:
+    arr = arrangements(relation, n)
+    keep = [
+        i for i in range(len(arr)) if i != arr.identity and not (protocol == "strict" and i in same)
+    ]
+    position = {i: k for k, i in enumerate(keep)}
+    swap = [i for i in arr.swap if i in position]
+    return _Layout(
+        confusion=tuple(keep),
+        confusion_same_scene=tuple(i in same for i in keep),
+        swap=tuple(swap),
+        swap_same_scene=tuple(i in same for i in swap),
+        swap_in_confusion=tuple(position[i] for i in swap),
+    )
+
+
 def build_candidates(
     family: Family,
     objects: Sequence[str],
@@ -225,20 +254,14 @@ def build_candidates(
         raise ProtocolError(f"candidate captions collapsed for {caption!r}")
     same = _relation_same_scene(family, labels) if family.is_relation else _attribute_same_scene(n)
 
-    position: dict[int, int] = {}
-    for i, text in enumerate(texts):
-        if i == arr.identity or (protocol == "strict" and i in same):
-            continue
-        position[i] = len(out.confusion)
-        out.confusion.append(text)
-        out.confusion_arrangements.append(i)
-        out.confusion_same_scene.append(i in same)
-    for i in arr.swap:
-        if i in position:
-            out.swap.append(texts[i])
-            out.swap_arrangements.append(i)
-            out.swap_same_scene.append(i in same)
-            out.swap_in_confusion.append(position[i])
+    layout = _layout(family.is_relation, n, protocol, same)
+    out.confusion = [texts[i] for i in layout.confusion]
+    out.confusion_arrangements = list(layout.confusion)
+    out.confusion_same_scene = list(layout.confusion_same_scene)
+    out.swap = [texts[i] for i in layout.swap]
+    out.swap_arrangements = list(layout.swap)
+    out.swap_same_scene = list(layout.swap_same_scene)
+    out.swap_in_confusion = list(layout.swap_in_confusion)
     return out
 
 

@@ -5,12 +5,24 @@ kept in `calls`), in batches. Scores:
 - cosine (CLIP family): cos(image, caption);
 - sigmoid (SigLIP family): logit_scale * cos + logit_bias, the log-odds of the sigmoid-loss score
   (Zhai et al. 2023). Stored as log-odds, not as sigmoid(...), which saturates to ties in float32.
-Weights and preprocessing come from open_clip's own pretrained table (mean/std, resolution,
-QuickGELU), a local file (`file:NAME` in AUTOCOMP_WEIGHTS_DIR), or the tiny random variant.
+Weights come from open_clip's own pretrained table, a local file (`file:NAME` in
+AUTOCOMP_WEIGHTS_DIR), or the tiny random variant; preprocessing (mean/std, interpolation,
+resize mode, QuickGELU) from the registry entry, which is the truth for it.
+
+Speed, with the same scores as open_clip's own `encode_text` (tests/scoring/test_contrastive.py):
+- Captions are sorted by token length and each batch is encoded only up to its longest caption
+  when the text tower is causal and pools at the end-of-text token (CLIP): positions after the
+  EOT cannot change it. A non-causal tower (SigLIP: no mask, pools the last position) sees the
+  padding, so it always runs at its full, fixed context (64 tokens).
+- Token ids are cached per (tokenizer, caption) in the process, so models with the same
+  tokenizer scored in one process tokenize each caption once.
+- Captions longer than the context are truncated by the tokenizer, as in every CLIP evaluation;
+  `truncated(texts)` says which were, so the score stage counts them instead of hiding them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +34,8 @@ from autocomp.scoring import ScoreRequest
 from autocomp.scoring.registry import ModelEntry
 
 WEIGHTS_DIR_ENV = "AUTOCOMP_WEIGHTS_DIR"
+TOKEN_CACHE_LIMIT = 1_000_000  # captions kept per tokenizer before the cache starts over
+_TOKEN_CACHE: dict[str, dict[str, tuple[Any, bool]]] = {}
 
 
 def resolve_weights(entry: ModelEntry) -> str:
@@ -44,6 +58,44 @@ def resolve_weights(entry: ModelEntry) -> str:
     return entry.weights
 
 
+def preprocess_options(entry: ModelEntry) -> dict[str, Any]:
+    """open_clip keyword arguments for the registry's preprocessing (the registry is the truth)."""
+    pre = entry.preprocess or {}
+    options: dict[str, Any] = {}
+    if "mean" in pre:
+        options["image_mean"] = tuple(float(v) for v in pre["mean"])
+    if "std" in pre:
+        options["image_std"] = tuple(float(v) for v in pre["std"])
+    if "interpolation" in pre:
+        options["image_interpolation"] = str(pre["interpolation"])
+    if "resize_mode" in pre:
+        options["image_resize_mode"] = str(pre["resize_mode"])
+    if pre.get("quick_gelu"):
+        options["force_quick_gelu"] = True
+    return options
+
+
+def tokenizer_key(architecture: str) -> str:
+    """Models whose text config names the same tokenizer and context share token ids."""
+    import open_clip
+
+    text = (open_clip.get_model_config(architecture) or {}).get("text_cfg", {})
+    keys = ("hf_tokenizer_name", "tokenizer_kwargs", "context_length", "vocab_size")
+    return json.dumps({k: text.get(k) for k in keys}, sort_keys=True)
+
+
+def text_batch_size(device: str, width: int, context: int, default: int) -> int:
+    """Captions per text batch: `default` on a CPU; on a GPU, what a quarter of the free memory
+    holds (activations of about 16 x width floats per token, between 64 and 4,096)."""
+    if not device.startswith("cuda"):
+        return default
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    per_caption = 16 * width * context * 4
+    return int(min(4096, max(64, free // 4 // per_caption)))
+
+
 class OpenClipScorer:
     """Scores (image, caption) pairs with an open_clip model."""
 
@@ -61,7 +113,11 @@ class OpenClipScorer:
         pretrained = resolve_weights(entry)
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(
-                entry.architecture, pretrained=pretrained, device=self.device, precision=precision
+                entry.architecture,
+                pretrained=pretrained,
+                device=self.device,
+                precision=precision,
+                **preprocess_options(entry),
             )
             self.tokenizer = open_clip.get_tokenizer(entry.architecture)
         except (RuntimeError, OSError, ValueError) as exc:
@@ -71,24 +127,88 @@ class OpenClipScorer:
         self.model = model.eval()
         self.preprocess = preprocess
         self.batch_size = batch_size
-        self.calls = {"image_encodes": 0, "text_encodes": 0, "image_batches": 0, "text_batches": 0}
+        self.context = int(self.tokenizer.context_length)
+        self.trim = _trimmable(self.model)
+        self.tokens = _TOKEN_CACHE.setdefault(tokenizer_key(entry.architecture), {})
+        width = int(getattr(self.model, "transformer", self.model).width) if self.trim else 1024
+        self.text_batch = text_batch_size(self.device, width, self.context, batch_size)
+        self.calls = {
+            "image_encodes": 0, "text_encodes": 0, "image_batches": 0, "text_batches": 0,
+            "text_positions": 0,
+        }  # fmt: skip
 
-    def _encode(self, items: list[Any], kind: str) -> Any:
+    # ------------------------------------------------------------------------- tokens
+
+    def _tokenize(self, texts: Sequence[str]) -> None:
+        """Token ids of every caption not yet cached, and whether the context truncated it."""
+        import torch
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.tokens]
+        if not todo:
+            return
+        if len(self.tokens) + len(todo) > TOKEN_CACHE_LIMIT:
+            self.tokens.clear()
+        probe = self.tokenizer(todo, context_length=self.context + 1)
+        pad = self.tokenizer([""], context_length=self.context + 1)[0, -1]
+        cut = probe[:, self.context] != pad
+        ids = probe[:, : self.context].clone()
+        if cut.any():  # the tokenizer's own truncation (it keeps the end-of-text token)
+            rows = torch.nonzero(cut).flatten().tolist()
+            ids[rows] = self.tokenizer([todo[i] for i in rows], context_length=self.context)
+        for text, row, flag in zip(todo, ids, cut.tolist()):
+            self.tokens[text] = (row, bool(flag))
+
+    def truncated(self, texts: Sequence[str]) -> list[bool]:
+        """Whether each caption is longer than the model's text context (and was cut)."""
+        self._tokenize(texts)
+        return [self.tokens[t][1] for t in texts]
+
+    # ------------------------------------------------------------------------- encoders
+
+    def _encode_images(self, items: list[Any]) -> Any:
         import torch
 
         out = []
+        dtype = next(self.model.parameters()).dtype
         with torch.inference_mode():
             for start in range(0, len(items), self.batch_size):
                 chunk = items[start : start + self.batch_size]
-                if kind == "image":
-                    pixels = torch.stack([self.preprocess(im) for im in chunk]).to(self.device)
-                    feats = self.model.encode_image(pixels.to(next(self.model.parameters()).dtype))
-                else:
-                    feats = self.model.encode_text(self.tokenizer(chunk).to(self.device))
+                pixels = torch.stack([self.preprocess(im) for im in chunk]).to(self.device)
+                feats = self.model.encode_image(pixels.to(dtype))
                 out.append(torch.nn.functional.normalize(feats.float(), dim=-1))
-                self.calls[f"{kind}_encodes"] += len(chunk)
-                self.calls[f"{kind}_batches"] += 1
-        return torch.cat(out)
+                self.calls["image_encodes"] += len(chunk)
+                self.calls["image_batches"] += 1
+        return torch.cat(out) if out else torch.empty(0)
+
+    def _encode_texts(self, texts: list[str]) -> Any:
+        """Normalised text features in the order of `texts`, batched by token length."""
+        import torch
+
+        self._tokenize(texts)
+        ids = torch.stack([self.tokens[t][0] for t in texts])
+        lengths = ids.argmax(dim=-1) + 1 if self.trim else torch.full((len(texts),), self.context)
+        order = torch.argsort(lengths, stable=True)
+        feats = torch.empty(len(texts), 0)
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.text_batch):
+                rows = order[start : start + self.text_batch]
+                batch = ids[rows]
+                if self.trim:
+                    batch = batch[:, : int(lengths[rows].max())]
+                out = self._text_features(batch.to(self.device))
+                out = torch.nn.functional.normalize(out.float(), dim=-1).cpu()
+                if feats.shape[1] == 0:
+                    feats = torch.empty(len(texts), out.shape[1])
+                feats[rows] = out
+                self.calls["text_encodes"] += len(rows)
+                self.calls["text_batches"] += 1
+                self.calls["text_positions"] += batch.numel()
+        return feats
+
+    def _text_features(self, tokens: Any) -> Any:
+        if not self.trim or tokens.shape[1] == self.context:
+            return self.model.encode_text(tokens)
+        return _encode_text_prefix(self.model, tokens)
 
     def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
         """Cosine or sigmoid score per request; each distinct image and caption encoded once."""
@@ -96,17 +216,49 @@ class OpenClipScorer:
             raise ValueError("contrastive models cannot score a caption without an image")
         image_keys = list(dict.fromkeys(r.image_key for r in requests))
         texts = list(dict.fromkeys(r.text for r in requests))
-        image_feats = self._encode([images[k] for k in image_keys], "image")
-        text_feats = self._encode(texts, "text")
+        image_feats = self._encode_images([images[k] for k in image_keys]).to("cpu")
+        text_feats = self._encode_texts(texts)
         image_row = {k: i for i, k in enumerate(image_keys)}
         text_row = {t: i for i, t in enumerate(texts)}
         import torch
 
-        img_idx = torch.tensor([image_row[r.image_key] for r in requests])
-        txt_idx = torch.tensor([text_row[r.text] for r in requests])
+        img_idx = torch.tensor([image_row[r.image_key] for r in requests], dtype=torch.long)
+        txt_idx = torch.tensor([text_row[r.text] for r in requests], dtype=torch.long)
         cos = (image_feats[img_idx] * text_feats[txt_idx]).sum(-1)
         if self.entry.score == "sigmoid":
-            scale = self.model.logit_scale.exp().float()
-            bias = self.model.logit_bias.float()
+            scale = self.model.logit_scale.exp().float().cpu()
+            bias = self.model.logit_bias.float().cpu()
             cos = scale * cos + bias
         return cos.tolist()
+
+
+def _trimmable(model: Any) -> bool:
+    """A text tower whose output at the EOT token ignores later positions: a causal mask and
+    argmax (EOT) pooling, on open_clip's CLIP class (its text tower's parts are attributes)."""
+    import open_clip
+
+    return (
+        isinstance(model, open_clip.CLIP)
+        and getattr(model, "attn_mask", None) is not None
+        and getattr(model, "text_pool_type", None) == "argmax"
+    )
+
+
+def _encode_text_prefix(model: Any, tokens: Any) -> Any:
+    """open_clip's CLIP.encode_text over the first L positions only (L = tokens.shape[1])."""
+    import torch
+    from open_clip.transformer import text_global_pool
+
+    length = tokens.shape[1]
+    cast_dtype = model.transformer.get_cast_dtype()
+    x = model.token_embedding(tokens).to(cast_dtype)
+    x = x + model.positional_embedding[:length].to(cast_dtype)
+    x = model.transformer(x, attn_mask=model.attn_mask[:length, :length])
+    x = model.ln_final(x)
+    x = text_global_pool(x, tokens, model.text_pool_type)
+    if model.text_projection is not None:
+        if isinstance(model.text_projection, torch.nn.Linear):
+            x = model.text_projection(x)
+        else:
+            x = x @ model.text_projection
+    return x

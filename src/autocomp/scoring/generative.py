@@ -6,15 +6,19 @@ the sum of log p(token) over the caption's tokens (tokenised on their own, no sp
 
 Shared prefix (the default): the prefix runs once per image; its KV cache is copied and repeated
 for a chunk of candidates, which then run only their own tokens; the first caption token is
-scored from the prefix's last logits. Chunks start at `chunk_size` candidates and halve on
-out-of-memory until they fit. `naive=True` runs one full forward per candidate: the reference the
-shared path is tested against. Blind requests (image None) use the same prompt without the image
-(paper A.8).
+scored from the prefix's last logits. With `packed = True` a chunk instead runs as one packed
+row after the prefix, each candidate attending to the prefix's cache and to its own tokens only
+(a 4D mask, positions as if alone): no copy of the cache per candidate, but attention over the
+masked candidate x candidate block. Both give the naive path's scores; on a 2-core CPU the
+repeated cache was faster at chunks of 16-32 and even at 64-128, so it stays the default until
+`benchmarks/gpu.sh` measures both on a GPU. Chunks start at
+`chunk_size` candidates and halve on out-of-memory until they fit. `naive=True` runs one full
+forward per candidate: the reference the shared path is tested against. Blind requests (image
+None) use the same prompt without the image (paper A.8).
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,6 +39,8 @@ def _is_oom(exc: BaseException) -> bool:
 
 class VlmScorer:
     """Scores captions by their log-likelihood under a vision-language model."""
+
+    packed = False  # chunks as one packed row (no cache copies) instead of a repeated cache
 
     def __init__(
         self,
@@ -199,6 +205,17 @@ class VlmScorer:
     def _chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
     ) -> list[float]:
+        if self.packed:
+            return self._packed_chunk(prefix, cache, last, rope_deltas, ids)
+        return self._repeated_chunk(prefix, cache, last, rope_deltas, ids)
+
+    def _repeated_chunk(
+        self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
+    ) -> list[float]:
+        """Score a chunk of candidates as a batch, over a copy of the prefix cache repeated once
+        per candidate."""
+        import copy
+
         import torch
 
         count, width = len(ids), max(len(c) for c in ids)
@@ -223,3 +240,51 @@ class VlmScorer:
         first = last[cand[:, :1]]
         rest = logp[:, :-1].gather(2, cand[:, 1:, None]).squeeze(-1)
         return (torch.cat([first, rest], 1) * mask).sum(1).tolist()
+
+    def _packed_chunk(
+        self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
+    ) -> list[float]:
+        """Score a chunk of candidates packed into one row after the prefix: each candidate
+        token attends to the whole prefix and to its own earlier tokens (a 4D mask), with the
+        positions it would have alone. The prefix cache is read by every candidate, never
+        repeated per candidate; afterwards it is cut back to the prefix for the next chunk."""
+        import torch
+
+        length = prefix["input_ids"].shape[1]
+        sizes = torch.tensor([len(c) for c in ids], device=self.device)
+        flat = torch.tensor([t for c in ids for t in c], device=self.device)
+        owner = torch.repeat_interleave(torch.arange(len(ids), device=self.device), sizes)
+        starts = torch.cumsum(sizes, 0) - sizes
+        offset = torch.arange(flat.numel(), device=self.device) - starts[owner]
+        own = (owner[:, None] == owner[None, :]) & (offset[:, None] >= offset[None, :])
+        seen = prefix["attention_mask"][0].bool().expand(flat.numel(), -1)
+        allowed = torch.cat([seen, own], 1)
+        dtype = self.model.dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
+        mask = mask.masked_fill(~allowed, torch.finfo(dtype).min)[None, None]
+        positions = (length + offset)[None]
+        if rope_deltas is not None:  # multimodal RoPE (Qwen-VL): 3 x batch x length
+            positions = (positions + rope_deltas.to(self.device)).unsqueeze(0).expand(3, -1, -1)
+        try:
+            logits = self.model(
+                input_ids=flat[None], attention_mask=mask, cache=cache, position_ids=positions
+            ).logits[0]
+        finally:
+            _cut_back(cache, length)
+        self.calls["candidate_forwards"] += len(ids)
+        self.calls["chunks"] += 1
+        logits = logits.float()
+        follows = owner[1:] == owner[:-1]  # token i+1 continues the candidate of token i
+        nxt = logits[:-1].gather(1, flat[1:, None]).squeeze(1) - torch.logsumexp(logits[:-1], -1)
+        scores = last[flat[starts]].clone()
+        scores.index_add_(0, owner[1:], torch.where(follows, nxt, torch.zeros_like(nxt)))
+        return scores.tolist()
+
+
+def _cut_back(cache: Any, length: int) -> None:
+    """Drop what a chunk appended to the prefix cache, layer by layer (a chunk that failed part
+    way appended to some layers only)."""
+    for layer in getattr(cache, "layers", []):
+        extra = layer.get_seq_length() - length
+        if extra > 0:
+            layer.crop(-extra)

@@ -86,6 +86,7 @@ PREDICTIONS_SCHEMA = pa.schema(
         ("best_negative_score", pa.float64()),
         ("failed", pa.bool_()),
         ("reason", pa.string()),
+        ("truncated", pa.bool_()),
     ]
 )
 
@@ -140,7 +141,9 @@ def judge(scores: list[float], negatives: list[int]) -> tuple[bool, bool, int, f
     return False, positive == best, first_best, best
 
 
-def predictions_for(model: str, item: Item, scores: list[float] | None, reason: str) -> list[dict]:
+def predictions_for(
+    model: str, item: Item, scores: list[float] | None, reason: str, truncated: bool = False
+) -> list[dict]:
     rows = []
     for set_name, negatives in item.sets.items():
         for protocol in ("paper", "strict"):
@@ -154,7 +157,7 @@ def predictions_for(model: str, item: Item, scores: list[float] | None, reason: 
                 "condition": item.condition, "set": set_name, "protocol": protocol,
                 "candidates": len(kept) + 1, "correct": False, "tie": False, "predicted": -1,
                 "positive_score": None, "best_negative_score": None, "failed": scores is None,
-                "reason": reason,
+                "reason": reason, "truncated": truncated,
             }  # fmt: skip
             if scores is not None and kept:
                 correct, tie, predicted, best = judge(scores, kept)
@@ -413,25 +416,35 @@ def _score_chunk(
         for item in ready
         for text in item.candidates
     ]
-    flat = get_scorer().score(requests, images) if requests else []
+    scorer = get_scorer() if requests else None
+    flat = scorer.score(requests, images) if scorer else []
+    cut = _truncated(scorer, [r.text for r in requests]) if scorer else []
     score_rows = []
     offset = 0
     for item in ready:
         scores = flat[offset : offset + len(item.candidates)]
+        truncated = any(cut[offset : offset + len(item.candidates)])
         offset += len(item.candidates)
         score_rows += [
             {"model": model, "sample_id": item.sample_id, "candidate_index": i, "score": s}
             for i, s in enumerate(scores)
         ]
-        prediction_rows += predictions_for(model, item, scores, "")
+        prediction_rows += predictions_for(model, item, scores, "", truncated)
     return score_rows, prediction_rows
+
+
+def _truncated(scorer: Scorer, texts: list[str]) -> list[bool]:
+    """Per caption: longer than the model's text context (a scorer without a limit: never)."""
+    check = getattr(scorer, "truncated", None)
+    return check(texts) if callable(check) else [False] * len(texts)
 
 
 def read_predictions(out: str | Path) -> pa.Table:
     parts = sorted((Path(out) / "predictions").glob("part-*.parquet"))
     if not parts:
         return PREDICTIONS_SCHEMA.empty_table()
-    return pa.concat_tables(pq.read_table(p).replace_schema_metadata(None) for p in parts)
+    tables = [pq.read_table(p).replace_schema_metadata(None) for p in parts]
+    return pa.concat_tables(tables, promote_options="default")  # parts older than `truncated`
 
 
 def summarize(out: str | Path) -> pa.Table:
@@ -448,9 +461,11 @@ def summarize(out: str | Path) -> pa.Table:
             ("failed", "sum"),
             ("tie", "sum"),
             ("chance", "mean"),
+            ("truncated", "sum"),
         ]
     )
-    grouped = grouped.rename_columns(keys + ["items", "correct", "failed", "ties", "chance"])
+    names = ["items", "correct", "failed", "ties", "chance", "truncated"]
+    grouped = grouped.rename_columns(keys + names)
     accuracy = pc.divide(
         pc.cast(grouped["correct"], pa.float64()), pc.cast(grouped["items"], pa.float64())
     )
@@ -492,6 +507,6 @@ def collect_runs(folders: list[str | Path], out: str | Path) -> pa.Table:
     files = [Path(f) / "summary.parquet" for f in folders]
     tables = [pq.read_table(f) for f in files if f.is_file()]  # placeholders have none
     tables = [t for t in tables if t.num_rows]
-    table = pa.concat_tables(tables) if tables else pa.table({})
+    table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     write_table(table, out / "summary.parquet", provenance("summary", runs=len(folders)))
     return table
