@@ -68,12 +68,11 @@ def test_local_run_report_renders_in_chromium(local_run, tmp_path):
     assert_renders_in_chromium(_report_page(local_run[1]), tmp_path / "demo-report.png")
 
 
-def test_a_failed_step_is_one_usage_line(tmp_path, capsys):
-    """Shape-Color N=2 has 3,380 distinct concepts: asking for more fails at sample, and the
-    local run says which step failed in one line (exit 2), not with kfp.local's traceback."""
+def test_a_run_that_cannot_work_is_refused_before_any_task(tmp_path, capsys):
+    """Shape-Color N=2 has 3,380 distinct concepts: asking for more is refused in one line
+    (exit 2) before kfp.local starts a single task."""
     argv = ["run", "--out", str(tmp_path / "run"), "--specs", "shape_color:2", "--count", "5000"]
     assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert (
-        err.startswith("autocomp run: error: run: 'local-") and "Inner task failed: 'sample'" in err
-    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("autocomp run: error: --count: 5000")
+    assert "3,380" in err[0] and not (tmp_path / "run").exists()

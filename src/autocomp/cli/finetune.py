@@ -30,7 +30,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if isinstance(model, str) and not Path(model).is_dir():
         entry = get_model(model)
         if entry.backend != "open_clip":
-            raise UsageError("--model", model, "fine-tuning takes a contrastive (open_clip) model")
+            raise UsageError("--model", model, "fine-tuning takes open_clip models only")
     if getattr(args, "benchmark", None):
         open_parquet(args.benchmark, "--benchmark")
     images = getattr(args, "images", None)
