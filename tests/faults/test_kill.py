@@ -146,23 +146,33 @@ def test_score_killed_then_resumed_gives_the_same_results(big_benchmark, tmp_pat
 def test_publish_killed_then_resumed(tmp_path):
     source = tmp_path / "out"
     source.mkdir()
-    for i in range(40):
-        (source / f"f{i:02d}.bin").write_bytes(os.urandom(2 * 1024 * 1024))
+    for i in range(20):
+        (source / f"f{i:02d}.bin").write_bytes(os.urandom(256 * 1024))
+    # the real put, with each file's copy slowed down so the kill lands half-way through it
     code = (
-        "import sys; from autocomp.store.storage import LocalStore; "
-        "LocalStore(sys.argv[1]).put('benchmarks/b', sys.argv[2])"
+        "import shutil, sys, time\n"
+        "copytree = shutil.copytree\n"
+        "def slow(src, dst, **kw):\n"
+        "    def copy(s, d):\n"
+        "        time.sleep(0.2)\n"
+        "        return shutil.copy2(s, d)\n"
+        "    return copytree(src, dst, copy_function=copy, **kw)\n"
+        "shutil.copytree = slow\n"
+        "from autocomp.store.storage import LocalStore\n"
+        "LocalStore(sys.argv[1]).put('benchmarks/b', sys.argv[2])\n"
     )
     store = tmp_path / "store"
     staging = store / "benchmarks"
     _kill_when(
         [sys.executable, "-c", code, str(store), str(source)],
-        lambda: staging.is_dir() and any(staging.glob(".b.tmp-*/f0*.bin")),
+        lambda: staging.is_dir() and len(list(staging.glob(".b.tmp-*/f*.bin"))) >= 3,
         signal.SIGKILL,
     )
     from autocomp.store.storage import LocalStore
 
     local = LocalStore(store)
     assert local.outputs() == [] and local.manifest("benchmarks/b") is None
+    assert list(staging.glob(".b.tmp-*"))  # the killed writer's staging folder is still there
     local.put("benchmarks/b", source)
     assert local.outputs() == ["benchmarks/b"] and _hidden(store) == []
     assert {k: v for k, v in _files(store / "benchmarks" / "b").items() if k.endswith(".bin")} == (
