@@ -1,5 +1,5 @@
-"""The CLI's key=value parsers: `--set role.key=value` (model settings) and `--param name=value`
-(pipeline parameters), both read as YAML scalars."""
+"""The CLI's key=value parser for `--set role.key=value` (model settings, read as YAML scalars;
+`--param` values are typed by the compiled pipeline instead: autocomp.pipelines.client)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ def split_pair(option: str, item: str, example: str) -> tuple[str, Any]:
 
     key, sep, raw = item.partition("=")
     if not sep or not key:
-        shape = "name=value" if option == "--param" else "key=value"
-        raise UsageError(option, item, f"must look like {shape} (e.g. {example})")
+        raise UsageError(option, item, f"must look like key=value (e.g. {example})")
     try:
         return key, yaml.safe_load(raw)
     except yaml.YAMLError as exc:
@@ -39,8 +38,3 @@ def parse_settings(items: Sequence[str], allowed: dict[str, dict]) -> dict[str, 
             raise UsageError("--set", item, f"unknown setting; known: {known}")
         out.setdefault(role, {})[name] = value
     return out
-
-
-def parse_params(items: Sequence[str]) -> dict[str, Any]:
-    """`--param name=value` (repeatable) -> {name: value}."""
-    return dict(split_pair("--param", item, "renderer=flux-dev") for item in items)
