@@ -41,7 +41,13 @@ from autocomp.generation.registry import (
 from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
 from autocomp.protocol.family import load_family
-from autocomp.store.shards import check_shard_args, finished, prepare_folder, shard_of, shard_path
+from autocomp.store.shards import (
+    check_shard_args,
+    prepare_folder,
+    shard_of,
+    shard_path,
+    unfinished,
+)
 from autocomp.store.storage import file_sha256
 from autocomp.store.tables import (
     CONCEPTS_SCHEMA,
@@ -293,11 +299,7 @@ def caption_stage(
     for i, row in enumerate(table.to_pylist()):
         where = f"--concepts row {i} ({row['concept_id']})"
         check_concept_row(load_family(row["family"]), row, where, "minimal_caption")
-    todo = [
-        s
-        for s in shards
-        if not finished(shard_path(folder, "captions", s, config.num_shards), record)
-    ]
+    todo = unfinished(folder, "captions", shards, config.num_shards, record)
     summary = {
         "concepts": 0,
         "accepted": 0,

@@ -42,12 +42,12 @@ from autocomp.generation.registry import (
 )
 from autocomp.store.shards import (
     check_shard_args,
-    finished,
     input_digest,
     prepare_folder,
     read_stage,
     shard_of,
     shard_path,
+    unfinished,
 )
 from autocomp.store.storage import file_sha256
 from autocomp.store.tables import provenance, require_columns, write_table
@@ -224,11 +224,7 @@ def render_stage(
         "num_shards": config.num_shards,
         "input_sha256": input_digest(captions, "captions", "--captions"),
     }
-    todo = [
-        s
-        for s in shards
-        if not finished(shard_path(folder, "render", s, config.num_shards), record)
-    ]
+    todo = unfinished(folder, "render", shards, config.num_shards, record)
     summary = {"images": 0, "reused": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:
         return summary

@@ -31,12 +31,12 @@ from autocomp.scoring.registry import get_model
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.shards import (
     check_shard_args,
-    finished,
     input_digest,
     prepare_folder,
     read_stage,
     shard_of,
     shard_path,
+    unfinished,
 )
 from autocomp.store.tables import provenance, require_columns, write_table
 
@@ -274,11 +274,7 @@ def validate_stage(
         "num_shards": config.num_shards,
         "input_sha256": input_digest(render, "render", "--render", only=shard),
     }
-    todo = [
-        s
-        for s in shards
-        if not finished(shard_path(folder, "verdicts", s, config.num_shards), record)
-    ]
+    todo = unfinished(folder, "verdicts", shards, config.num_shards, record)
     summary = {"samples": 0, "passed": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:
         return summary

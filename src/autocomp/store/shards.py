@@ -112,6 +112,14 @@ def stage_files(
     return [found[i] for i in sorted(wanted)]
 
 
+def unfinished(
+    folder: Path, kind: str, shards: list[int], num_shards: int, record: dict[str, Any]
+) -> list[int]:
+    """The shards of `shards` whose `kind` file is not yet written by this configuration (a
+    file made by another configuration is refused, see `finished`)."""
+    return [s for s in shards if not finished(shard_path(folder, kind, s, num_shards), record)]
+
+
 def read_stage(
     path: str | Path, kind: str, option: str = "--input", only: int | None = None
 ) -> tuple[pa.Table, dict[str, Any]]:
