@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,13 @@ def image_column(values: list[dict[str, Any]]) -> pa.Array:
     return pa.array(values, IMAGE_TYPE)
 
 
-def write_parts(tables: Iterable[pa.Table], folder: Path, rows: int, document: dict) -> None:
+def write_parts(
+    tables: Iterable[pa.Table],
+    folder: Path,
+    rows: int,
+    document: dict,
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Write `rows` rows, given as consecutive tables, as data/test-*.parquet parts of
     ROWS_PER_SHARD rows, each with the provenance `document`."""
     shards = shard_count(rows)
@@ -117,6 +123,8 @@ def write_parts(tables: Iterable[pa.Table], folder: Path, rows: int, document: d
     for table in tables:
         pending.append(table)
         held += table.num_rows
+        if progress:
+            progress(table.num_rows)
         while held >= ROWS_PER_SHARD or (held and written + held == rows):
             merged = pa.concat_tables(pending)
             part, rest = merged.slice(0, ROWS_PER_SHARD), merged.slice(ROWS_PER_SHARD)

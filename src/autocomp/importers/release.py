@@ -37,6 +37,7 @@ from autocomp.errors import UsageError
 from autocomp.importers import output
 from autocomp.importers.sources import TableSource, open_source
 from autocomp.importers.vocabulary import Mapper
+from autocomp.progress import row_progress
 from autocomp.protocol.binding import BindingError, bind, word_pattern
 from autocomp.protocol.concepts import Concept, concept_id
 from autocomp.protocol.family import Family, load_family
@@ -150,97 +151,115 @@ class _Mapping:
         return ours, our_labels, renamed
 
 
-def _image_missing(value: Any, root: Path | None) -> bool:
+def _missing(value: Any, root: Path | None) -> str | None:
+    """What is missing of one release image (its file name, or "no image"); None if present."""
     if isinstance(value, dict):
         if value.get("bytes"):
-            return False
+            return None
         value = value.get("path")
     if not isinstance(value, str) or not value:
-        return True
+        return "no image"
     if root is None:
-        return False  # reading it says what is wrong (no --images)
+        return None  # reading it says what is wrong (no --images)
     try:
-        return not (root / value).is_file()
+        return None if (root / value).is_file() else str(root / value)
     except OSError:
-        return True
+        return str(value)
 
 
-def _presence(source: TableSource, root: Path | None) -> Iterator[dict[str, bool]]:
-    """Per release row: whether each image is missing (the bytes are not converted)."""
+def _presence(source: TableSource, root: Path | None) -> Iterator[dict[str, str | None]]:
+    """Per release row and image column: what is missing (None: present). Embedded bytes are
+    checked for length only, never converted."""
     columns = [image for _, image in CONDITIONS.values()]
     for batch in source.batches(columns):
-        flags: dict[str, list[bool]] = {}
+        flags: dict[str, list[str | None]] = {}
         for name in columns:
             column = batch.column(name)
             if pa.types.is_struct(column.type) and "bytes" in column.type.names:
-                has_bytes = pc.fill_null(
-                    pc.greater(pc.binary_length(column.field("bytes")), 0), False
-                )
+                length = pc.fill_null(pc.binary_length(column.field("bytes")), 0).to_pylist()
                 paths = column.field("path").to_pylist() if "path" in column.type.names else None
                 flags[name] = [
-                    not has and (paths is None or _image_missing(paths[i], root))
-                    for i, has in enumerate(has_bytes.to_pylist())
+                    None if size else _missing(paths[i] if paths else None, root)
+                    for i, size in enumerate(length)
                 ]
             else:
-                flags[name] = [_image_missing(v, root) for v in column.to_pylist()]
+                flags[name] = [_missing(v, root) for v in column.to_pylist()]
         for i in range(batch.num_rows):
             yield {name: flags[name][i] for name in columns}
 
 
-def _samples(
-    source: TableSource, family: Family, labels_column: str, root: Path | None,
-    config: ImportConfig, mapping: _Mapping, tally: Tally,
-) -> list[dict[str, Any]]:  # fmt: skip
-    """The samples of every mappable release row, in release order (pass 1: no image bytes)."""
-    extra = [c for c in ("id", "num_objects") if c in source.schema.names]
-    rows = source.batches([*COLUMNS, labels_column, *extra])
-    seen: dict[str, int] = {}
-    samples: list[dict[str, Any]] = []
-    presence = _presence(source, root)
-    for index, (row, missing) in enumerate(zip(_rows(rows), presence)):
-        tally.rows += 1
-        problem, mapped = _map_row(row, labels_column, mapping)
+@dataclass
+class _Reader:
+    """Pass 1 over the release (no image bytes): each row's samples, or why it has none."""
+
+    family: Family
+    labels_column: str
+    config: ImportConfig
+    mapping: _Mapping
+    tally: Tally
+    seen: set[str] = field(default_factory=set)
+
+    def row(self, index: int, row: dict[str, Any], missing: dict) -> list[dict[str, Any]]:
+        self.tally.rows += 1
+        problem, mapped = _map_row(row, self.labels_column, self.mapping)
         if problem is None:
-            ours, our_labels, renamed = mapped
+            ours, labels, _ = mapped
             cid = concept_id(
-                family, Concept(family.name, len(ours), tuple(ours), tuple(our_labels))
+                self.family, Concept(self.family.name, len(ours), *map(tuple, (ours, labels)))
             )
-            if cid in seen:
+            if cid in self.seen:
                 problem = "duplicate concept (the same scene as an earlier row)"
         if problem is not None:
-            tally.rows_dropped[problem] += 1
-            continue
-        seen[cid] = index
-        for condition, (caption_column, image_column) in CONDITIONS.items():
-            text = row[caption_column]
-            if not isinstance(text, str) or not text.strip():
-                tally.samples_dropped[f"{condition}: no caption"] += 1
-                continue
-            if missing[image_column]:
-                if not config.skip_missing:
-                    raise UsageError(
-                        "--source", f"row {index} {image_column}",
-                        "the image is missing; restore it, or pass --skip-missing to drop "
-                        "and count such samples",
-                    )  # fmt: skip
-                tally.samples_dropped[f"{condition}: image missing"] += 1
-                continue
-            caption = rewrite_names(text, renamed)
-            try:
-                bind(family, ours, our_labels, caption)
-            except BindingError as exc:
-                tally.samples_dropped[f"{condition}: caption does not bind ({exc.reason})"] += 1
-                continue
-            tally.rewritten += caption != text
-            samples.append({
-                "concept_id": cid, "sample_id": f"{cid}/{condition}", "family": family.name,
-                "n": len(ours), "objects": ours, "attributes": our_labels,
-                "condition": condition, "caption": caption, "paired": False,
-                "release_row": index, "release_id": str(_first(row.get("id"), index)),
-                "release_objects": row["objects"], "release_labels": row[labels_column],
-                "release_caption": text,
-            })  # fmt: skip
-    conditions: dict[str, int] = Counter(s["concept_id"] for s in samples)
+            self.tally.rows_dropped[problem] += 1
+            return []
+        self.seen.add(cid)
+        out = [self.sample(index, row, missing, cid, mapped, c) for c in CONDITIONS]
+        return [s for s in out if s is not None]
+
+    def sample(
+        self, index: int, row: dict[str, Any], missing: dict, cid: str, mapped: tuple,
+        condition: str,
+    ) -> dict[str, Any] | None:  # fmt: skip
+        ours, labels, renamed = mapped
+        caption_column, image_column = CONDITIONS[condition]
+        text = row[caption_column]
+        if not isinstance(text, str) or not text.strip():
+            self.tally.samples_dropped[f"{condition}: no caption"] += 1
+            return None
+        if missing[image_column] is not None:
+            if not self.config.skip_missing:
+                raise UsageError(
+                    "--source", f"row {index} {image_column}",
+                    f"the image is missing ({missing[image_column]}); restore it, or pass "
+                    "--skip-missing to drop and count such samples",
+                )  # fmt: skip
+            self.tally.samples_dropped[f"{condition}: image missing"] += 1
+            return None
+        caption = rewrite_names(text, renamed)
+        try:
+            bind(self.family, ours, labels, caption)
+        except BindingError as exc:
+            self.tally.samples_dropped[f"{condition}: caption does not bind ({exc.reason})"] += 1
+            return None
+        self.tally.rewritten += caption != text
+        return {
+            "concept_id": cid, "sample_id": f"{cid}/{condition}", "family": self.family.name,
+            "n": len(ours), "objects": ours, "attributes": labels, "condition": condition,
+            "caption": caption, "paired": False, "release_row": index,
+            "release_id": str(_first(row.get("id"), index)), "release_objects": row["objects"],
+            "release_labels": row[self.labels_column], "release_caption": text,
+        }  # fmt: skip
+
+
+def _samples(source: TableSource, reader: _Reader, root: Path | None) -> list[dict[str, Any]]:
+    """The samples of every mappable release row, in release order, with `paired` set as
+    curate sets it (both conditions of the concept imported)."""
+    extra = [c for c in ("id", "num_objects") if c in source.schema.names]
+    rows = _rows(source.batches([*COLUMNS, reader.labels_column, *extra]))
+    samples = []
+    for index, (row, missing) in enumerate(zip(rows, _presence(source, root))):
+        samples += reader.row(index, row, missing)
+    conditions = Counter(s["concept_id"] for s in samples)
     for s in samples:
         s["paired"] = conditions[s["concept_id"]] == len(CONDITIONS)
     return samples
@@ -317,7 +336,7 @@ def import_release(
         raise UsageError("--images", str(root), "is not a folder; give the release's image folder")
     family = load_family(FAMILIES[labels_column])
     mapping, tally = _Mapping(family), Tally()
-    samples = _samples(source, family, labels_column, root, config, mapping, tally)
+    samples = _samples(source, _Reader(family, labels_column, config, mapping, tally), root)
     report = _report(source, family, samples, mapping, tally)
     if not samples:
         reasons = {**tally.rows_dropped, **tally.samples_dropped}
@@ -327,13 +346,17 @@ def import_release(
         concepts = Path(work) / "samples.parquet"
         pq.write_table(pa.Table.from_pylist(samples, SAMPLES_SCHEMA), concepts)
         bench = Path(work) / "benchmark.parquet"
-        negatives_stage(concepts, bench, NegativesConfig(protocol=config.protocol, force=True))
+        negatives = NegativesConfig(protocol=config.protocol, force=True)
+        with row_progress("import: candidate sets", len(samples)) as advance:
+            negatives_stage(concepts, bench, negatives, progress=advance)
         document = provenance(
             "benchmark", imported=FORMAT, source=str(Path(source_path).name),
             protocol=config.protocol, families={family.name: family_record(family)},
             report={k: report[k] for k in ("rows", "samples", "concepts", "paired_concepts")},
         )  # fmt: skip
-        output.write_parts(_with_images(bench, source, root), folder, len(samples), document)
+        with row_progress("import: images", len(samples)) as advance:
+            tables = _with_images(bench, source, root)
+            output.write_parts(tables, folder, len(samples), document, advance)
         keys = pq.read_table(bench, columns=["family", "n", "condition"])
         output.finish(folder, Path(out).name, keys, document, ABOUT, report)
     return report

@@ -34,6 +34,7 @@ import pyarrow as pa
 from autocomp.config import ImportConfig
 from autocomp.errors import UsageError
 from autocomp.importers import output
+from autocomp.progress import row_progress
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.tables import BENCHMARK_FIELDS, provenance
 
@@ -182,6 +183,7 @@ def import_sugarcrepe(
         [{"family": r["family"], "n": r["n"], "condition": r["condition"]} for r in rows]
     )
     with output.building(out) as folder:
-        output.write_parts(_tables(rows, root), folder, len(rows), document)
+        with row_progress("import: images", len(rows)) as advance:
+            output.write_parts(_tables(rows, root), folder, len(rows), document, advance)
         output.finish(folder, out.name, keys, document, ABOUT, report)
     return report
