@@ -88,6 +88,8 @@ def d(tmp_path_factory) -> Path:
                "llm_caption": ["A red chair by a blue cup."],
                "handmade_image": ["h/1.png"], "llm_image": ["l/1.png"]}  # fmt: skip
     pq.write_table(pa.table(release), d / "release_paths.parquet")
+    escaping = {**release, "llm_image": ["../../../../etc/passwd"]}
+    pq.write_table(pa.table(escaping), d / "release_escape.parquet")
     pq.write_table(
         pa.table({k: release[k] for k in ("objects", "colors")}), d / "release_cols.parquet"
     )
@@ -332,6 +334,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("import-release-no-images", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}"], ["--images", "h/1.png"]),
     ("import-release-images-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--images", V + "/a_file"], ["--images", "a_file"]),
     ("import-release-image-missing", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--images", V + "/images"], ["handmade_image", "--skip-missing"]),
+    ("import-release-escape", ["import", "autocomp-release", "--source", V + "/release_escape.parquet", "--out", "{out}", "--images", V + "/images", "--skip-missing"], ["--images", "passwd", "refused"]),
     ("import-protocol", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--protocol", "lax"], ["--protocol", "lax"]),
     ("import-out-exists", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/empty_dir"], ["--out", "empty_dir", "--force"]),
     ("import-out-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/a_file", "--force"], ["--out", "a_file", "is a file"]),

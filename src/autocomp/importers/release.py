@@ -42,6 +42,7 @@ from autocomp.protocol.binding import BindingError, bind, word_pattern
 from autocomp.protocol.concepts import Concept, concept_id
 from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.stages import family_record, negatives_stage
+from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.tables import provenance
 
 FORMAT = "autocomp-release"
@@ -162,9 +163,10 @@ def _missing(value: Any, root: Path | None) -> str | None:
     if root is None:
         return None  # reading it says what is wrong (no --images)
     try:
-        return None if (root / value).is_file() else str(root / value)
-    except OSError:
-        return str(value)
+        path = resolve_inside(root, value)
+    except OutsideRoot as exc:
+        raise UsageError("--images", value, f"refused: {exc}; fix the source") from None
+    return None if path.is_file() else str(path)
 
 
 def _presence(source: TableSource, root: Path | None) -> Iterator[dict[str, str | None]]:
