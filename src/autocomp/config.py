@@ -96,6 +96,17 @@ class NegativesConfig:
 
 
 @dataclass(frozen=True)
+class ImportConfig:
+    """`import`: a benchmark autocomp did not make, as a benchmark folder (protocol: the
+    candidate sets rebuilt for mapped Auto-Comp concepts; skip_missing: drop and count rows
+    whose image file is missing instead of stopping; force: replace an existing folder)."""
+
+    protocol: str = "paper"
+    skip_missing: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
 class ScoreConfig:
     """`score`: one model on one benchmark table."""
 

@@ -8,6 +8,7 @@ after the failed call. Add cases with every new verb.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -82,6 +83,22 @@ def d(tmp_path_factory) -> Path:
     pq.write_table(escape, d / "escape.parquet")
     (d / "empty_dir").mkdir()
     (d / "a_file").write_text("x")
+    release = {"objects": [["Chair", "Cup"]], "colors": [["red", "blue"]],
+               "handmade_caption": ["a red chair, and a blue cup on a white background."],
+               "llm_caption": ["A red chair by a blue cup."],
+               "handmade_image": ["h/1.png"], "llm_image": ["l/1.png"]}  # fmt: skip
+    pq.write_table(pa.table(release), d / "release_paths.parquet")
+    escaping = {**release, "llm_image": ["../../../../etc/passwd"]}
+    pq.write_table(pa.table(escaping), d / "release_escape.parquet")
+    pq.write_table(
+        pa.table({k: release[k] for k in ("objects", "colors")}), d / "release_cols.parquet"
+    )
+    (d / "sugar_bad.json").write_text("{not json")
+    item = {"caption": "a cat", "negative_caption": "a dog"}
+    (d / "sugar_escape.json").write_text(
+        '{"1": {"filename": "../../../../etc/passwd", "caption": "a", "negative_caption": "b"}}'
+    )
+    (d / "sugar_missing.json").write_text(json.dumps({"1": {"filename": "nope.jpg", **item}}))
 
     def run_folder(name: str, record: str) -> Path:
         run = d / name
@@ -306,6 +323,27 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("ft-report-missing", ["finetune-report", "--runs", V + "/nowhere", "--out", "{out}"], ["nowhere"]),
     ("ft-local-model", ["finetune-local", "--out", "{out}", "--model", "gpt-9"], ["gpt-9"]),
     ("ft-local-profile", ["finetune-local", "--out", "{out}", "--profile", "huge"], ["--profile", "huge"]),
+    # ------------------------------------------------------------------ import
+    ("import-format", ["import", "sugarcrepes", "--source", V + "/sugar_bad.json", "--out", "{out}"], ["FORMAT", "sugarcrepes", "sugarcrepe"]),
+    ("import-no-source", ["import", "sugarcrepe", "--out", "{out}"], ["--source"]),
+    ("import-source-missing", ["import", "autocomp-release", "--source", V + "/nowhere.parquet", "--out", "{out}"], ["--source", "nowhere.parquet"]),
+    ("import-release-text", ["import", "autocomp-release", "--source", V + "/text.parquet", "--out", "{out}"], ["--source", "text.parquet", "readable"]),
+    ("import-release-family", ["import", "autocomp-release", "--source", V + "/other.parquet", "--out", "{out}"], ["--source", "other.parquet", "colors"]),
+    ("import-release-columns", ["import", "autocomp-release", "--source", V + "/release_cols.parquet", "--out", "{out}"], ["--source", "missing column", "handmade_caption"]),
+    ("import-release-empty-dir", ["import", "autocomp-release", "--source", V + "/empty_dir", "--out", "{out}"], ["--source", "empty_dir"]),
+    ("import-release-no-images", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}"], ["--images", "h/1.png"]),
+    ("import-release-images-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--images", V + "/a_file"], ["--images", "a_file"]),
+    ("import-release-image-missing", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--images", V + "/images"], ["handmade_image", "--skip-missing"]),
+    ("import-release-escape", ["import", "autocomp-release", "--source", V + "/release_escape.parquet", "--out", "{out}", "--images", V + "/images", "--skip-missing"], ["--images", "passwd", "refused"]),
+    ("import-protocol", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--protocol", "lax"], ["--protocol", "lax"]),
+    ("import-out-exists", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/empty_dir"], ["--out", "empty_dir", "--force"]),
+    ("import-out-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/a_file", "--force"], ["--out", "a_file", "is a file"]),
+    ("import-out-parent", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", V + "/nowhere/out"], ["--out", "nowhere", "does not exist"]),
+    ("import-sugar-json", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", "{out}", "--images", V + "/images"], ["--source", "sugar_bad.json", "JSON"]),
+    ("import-sugar-no-images", ["import", "sugarcrepe", "--source", V + "/sugar_missing.json", "--out", "{out}"], ["--images", "COCO"]),
+    ("import-sugar-escape", ["import", "sugarcrepe", "--source", V + "/sugar_escape.json", "--out", "{out}", "--images", V + "/images"], ["--images", "passwd", "refused"]),
+    ("import-sugar-image-missing", ["import", "sugarcrepe", "--source", V + "/sugar_missing.json", "--out", "{out}", "--images", V + "/images"], ["nope.jpg", "--skip-missing"]),
+    ("import-sugar-source-missing", ["import", "sugarcrepe", "--source", V + "/nowhere", "--out", "{out}", "--images", V + "/images"], ["--source", "nowhere"]),
     # ------------------------------------------------------------------ the verb itself
     ("no-verb", [], ["VERB"]),
     ("unknown-verb", ["scores"], ["scores"]),
