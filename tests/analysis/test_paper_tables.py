@@ -96,7 +96,7 @@ def _label(r: dict) -> str:
     return r["model"] + (" (per-token)" if r["score_type"] == "per_token" else "")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_every_wide_cell_equals_its_long_row(run):
     models, cells, concepts, seed = run

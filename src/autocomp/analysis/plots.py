@@ -228,7 +228,8 @@ def svg_grouped_bars(
         f'<line x1="{left}" y1="{y(0):.1f}" x2="{right}" y2="{y(0):.1f}" stroke="#555"/>',
         f'<text x="4" y="{top + h + 40}" font-size="9" fill="#555">{escape(unit)}</text>',
     ]
-    for v, text in ((hi, percent(hi, signed=True)), (lo, percent(lo, signed=True)), (0, "0")):
+    for v in sorted({hi, lo, 0.0}):
+        text = percent(v, signed=True) if v else "0"
         parts.append(
             f'<text x="{left - 4}" y="{y(v) + 3:.1f}" font-size="9" text-anchor="end">{text}</text>'
         )
