@@ -15,7 +15,7 @@ from autocomp.analysis.paper_tables import layout_of, survival_table
 from autocomp.analysis.plots import PALETTE, PANEL_W, plots, series_styles, svg_accuracy_vs_n
 from autocomp.analysis.survival import survival_funnel
 from autocomp.generation.curate import survival
-from tests.analysis.test_paper_tables import KINDS, predictions
+from tests.analysis.test_paper_tables import HTML_HOSTILE, KINDS, predictions
 
 CHECKS = ("image", "objects", "background", "attributes")
 
@@ -120,3 +120,15 @@ def test_the_survival_funnel_never_rises(run):
         shares = [c.value for k, c in zip(table.keys, row.cells) if k[1] == "share"]
         shown = [v for v in shares if v is not None]
         assert shown == sorted(shown, reverse=True)
+
+
+def test_figures_escape_model_and_family_names():
+    models = {name: {"backend": "open_clip"} for name in HTML_HOSTILE}
+    cells = [("a<b>&c", 2, "minimal"), ("a<b>&c", 2, "contextual")]
+    pred = predictions(models, cells, 3, seed=5)
+    tables = {"accuracy": analysis.accuracy(pred), "context_deltas": analysis.context_deltas(pred)}
+    page = plots(tables, layout_of(models, KINDS))
+    assert page.count("<svg") == 1 + 2 + 2
+    for raw in [*HTML_HOSTILE, "a<b>&c"]:
+        assert raw not in page
+    assert "a&lt;b&gt;&amp;c: accuracy vs N" in page

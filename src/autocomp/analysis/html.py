@@ -21,7 +21,8 @@ from autocomp.analysis.wide import Cell, WideTable, percent
 PERCENT_COLUMNS = {
     "accuracy", "ci_low", "ci_high", "chance", "accuracy_a", "accuracy_b", "delta", "share",
     "survival", "cumulative", "rate", "concordance", "swap_accuracy", "confusion_accuracy",
-    "agreement", "a_pass_b_fail", "a_fail_b_pass",
+    "agreement", "a_pass_b_fail", "a_fail_b_pass", "unanimous", "confusion_swap_only",
+    "confusion_confusion", "delta_c", "pretrained", "finetuned",
 }  # fmt: skip
 LONG_TABLES = ("accuracy", "context_deltas", "hard_negative_deltas", "survival_funnel")
 
