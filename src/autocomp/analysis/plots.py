@@ -9,13 +9,12 @@ funnel colours its stages. Chance is a dashed grey line labelled "chance".
   are dodged side by side at each N and joined by lines only when there are several N;
 - the Swap - Confusion gap per model, one figure per condition, grouped by family x N;
 - Contextual - Minimal on the paired set with its interval, per model;
-- the cumulative survival funnel, a panel per family x N x condition.
+- the cumulative survival funnel, a panel per family x N x condition (analysis/survival.py).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -30,24 +29,14 @@ from autocomp.analysis.paper_tables import (
     Layout,
     condition_rank,
 )
+from autocomp.analysis.survival import svg_funnel
+from autocomp.analysis.svg import svg_document
 from autocomp.analysis.wide import percent
 
 # Okabe & Ito (2008), ordered so that neighbours differ most; black last
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 MARKERS = ("circle", "square", "triangle", "diamond")
-STAGE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#DDCC77", "#CC6677", "#AA4499"]
 CHANCE_STYLE = 'stroke="#777" stroke-width="1.2" stroke-dasharray="5,3"'
-FONT = 'font-family="system-ui,sans-serif"'
-
-
-def _svg(width: float, height: float, title: str, body: Iterable[str]) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'role="img" aria-label="{escape(title)}" {FONT}>'
-        f'<text x="4" y="15" font-size="13" font-weight="bold">{escape(title)}</text>'
-        + "".join(body)
-        + "</svg>"
-    )
 
 
 def series_label(r: dict[str, Any]) -> str:
@@ -194,7 +183,7 @@ def svg_accuracy_vs_n(
     width = len(conditions) * PANEL_W + 230
     height = max(PAD_T + len(sets) * PANEL_H, PAD_T + 20 + 14 * len(used))
     parts += legend(used, len(conditions) * PANEL_W + 10, PAD_T + 12)
-    return _svg(width, height, f"{family}: accuracy vs N", parts)
+    return svg_document(width, height, f"{family}: accuracy vs N", parts)
 
 
 # ----------------------------------------------------------------------------- gap, deltas
@@ -258,7 +247,7 @@ def svg_grouped_bars(
         )
         x += 18
     parts += legend(used, left + sum(group_w) + 16, top + 8)
-    return _svg(width, max(top + h + 48, top + 20 + 14 * len(used)), title, parts)
+    return svg_document(width, max(top + h + 48, top + 20 + 14 * len(used)), title, parts)
 
 
 def gap_figures(rows: list[dict], styles: dict, layout: Layout | None) -> list[str]:
@@ -309,53 +298,6 @@ def delta_figures(deltas: list[dict], styles: dict, layout: Layout | None) -> li
     return out
 
 
-# ----------------------------------------------------------------------------- survival
-
-
-def svg_funnel(funnel: list[dict[str, Any]], layout: Layout | None) -> str:
-    """A panel per family x N x condition: one bar per stage, its length the share of the sampled
-    items that survived every stage up to it."""
-    if not funnel:
-        return ""
-    stages = [s for _, s in sorted({(r["order"], r["stage"]) for r in funnel})]
-    colors = {s: STAGE_COLORS[i % len(STAGE_COLORS)] for i, s in enumerate(stages)}
-    rank = layout.family_rank if layout else (lambda f: (0, f))
-    cells: dict[tuple, list[dict]] = defaultdict(list)
-    for r in funnel:
-        cells[(r["family"], r["n"], r["condition"])].append(r)
-    keys = sorted(cells, key=lambda k: (rank(k[0]), k[1], condition_rank(k[2])))
-    cols, pw, row = 3, 230, 13
-    ph = 22 + row * len(stages) + 8
-    parts = []
-    for i, key in enumerate(keys):
-        x0, y0 = (i % cols) * pw, 30 + (i // cols) * ph
-        family, n, condition = key
-        parts.append(
-            f'<text x="{x0 + 4}" y="{y0 + 12}" font-size="11">{escape(family)} N={n} '
-            f"{escape(CONDITION_LABELS.get(condition, condition))}</text>"
-        )
-        for j, r in enumerate(sorted(cells[key], key=lambda r: r["order"])):
-            y = y0 + 18 + j * row
-            length = max(r["share"] * (pw - 60), 0.5)
-            tip = f"{r['stage']}: {r['survivors']} ({percent(r['share'])} %)"
-            parts.append(
-                f'<rect x="{x0 + 4}" y="{y}" width="{length:.1f}" height="{row - 3}" '
-                f'fill="{colors[r["stage"]]}"><title>{escape(tip)}</title></rect>'
-                f'<text x="{x0 + 8 + length:.1f}" y="{y + row - 4}" font-size="9">'
-                f"{percent(r['share'])}</text>"
-            )
-    lx = cols * pw + 10
-    for j, stage in enumerate(stages):
-        parts.append(
-            f'<rect x="{lx}" y="{30 + 14 * j}" width="10" height="10" fill="{colors[stage]}"/>'
-            f'<text x="{lx + 14}" y="{39 + 14 * j}" font-size="11">{escape(stage)}</text>'
-        )
-    height = max(30 + ((len(keys) + cols - 1) // cols) * ph, 40 + 14 * len(stages))
-    return _svg(
-        lx + 140, height, "Survival funnel: % of sampled items surviving every stage so far", parts
-    )
-
-
 # ----------------------------------------------------------------------------- all figures
 
 
@@ -381,5 +323,5 @@ def plots(tables: dict[str, pa.Table], layout: Layout | None = None) -> str:
     out += gap_figures(acc, styles, layout)
     out += delta_figures(deltas, styles, layout)
     if "survival_funnel" in tables:
-        out.append(svg_funnel(tables["survival_funnel"].to_pylist(), layout))
+        out.append(svg_funnel(tables["survival_funnel"].to_pylist(), layout))  # survival.py
     return "".join(f"<figure>{svg}</figure>" for svg in out if svg)

@@ -15,6 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.analysis.escape import escape
+from autocomp.analysis.paper_tables import CONDITION_LABELS, Layout, condition_rank
+from autocomp.analysis.svg import svg_document
+from autocomp.analysis.wide import percent
+
+# Paul Tol's colour-blind-safe "muted" scheme: one colour per stage
+STAGE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#DDCC77", "#CC6677", "#AA4499"]
 FUNNEL_COLUMNS = ["family", "n", "condition", "order", "stage", "survivors", "share", "rate"]
 SAMPLED, CAPTION = "sampled", "caption"
 
@@ -60,3 +67,50 @@ def survival_funnel(survival: pa.Table) -> pa.Table:
     if not out:
         return pa.table({c: pa.array([], pa.null()) for c in FUNNEL_COLUMNS})
     return pa.Table.from_pylist(out).select(FUNNEL_COLUMNS)
+
+
+# ----------------------------------------------------------------------------- the figure
+
+
+def svg_funnel(funnel: list[dict[str, Any]], layout: Layout | None) -> str:
+    """A panel per family x N x condition: one bar per stage, its length the share of the sampled
+    items that survived every stage up to it."""
+    if not funnel:
+        return ""
+    stages = [s for _, s in sorted({(r["order"], r["stage"]) for r in funnel})]
+    colors = {s: STAGE_COLORS[i % len(STAGE_COLORS)] for i, s in enumerate(stages)}
+    rank = layout.family_rank if layout else (lambda f: (0, f))
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for r in funnel:
+        cells[(r["family"], r["n"], r["condition"])].append(r)
+    keys = sorted(cells, key=lambda k: (rank(k[0]), k[1], condition_rank(k[2])))
+    cols, pw, row = 3, 230, 13
+    ph = 22 + row * len(stages) + 8
+    parts = []
+    for i, key in enumerate(keys):
+        x0, y0 = (i % cols) * pw, 30 + (i // cols) * ph
+        family, n, condition = key
+        parts.append(
+            f'<text x="{x0 + 4}" y="{y0 + 12}" font-size="11">{escape(family)} N={n} '
+            f"{escape(CONDITION_LABELS.get(condition, condition))}</text>"
+        )
+        for j, r in enumerate(sorted(cells[key], key=lambda r: r["order"])):
+            y = y0 + 18 + j * row
+            length = max(r["share"] * (pw - 60), 0.5)
+            tip = f"{r['stage']}: {r['survivors']} ({percent(r['share'])} %)"
+            parts.append(
+                f'<rect x="{x0 + 4}" y="{y}" width="{length:.1f}" height="{row - 3}" '
+                f'fill="{colors[r["stage"]]}"><title>{escape(tip)}</title></rect>'
+                f'<text x="{x0 + 8 + length:.1f}" y="{y + row - 4}" font-size="9">'
+                f"{percent(r['share'])}</text>"
+            )
+    lx = cols * pw + 10
+    for j, stage in enumerate(stages):
+        parts.append(
+            f'<rect x="{lx}" y="{30 + 14 * j}" width="10" height="10" fill="{colors[stage]}"/>'
+            f'<text x="{lx + 14}" y="{39 + 14 * j}" font-size="11">{escape(stage)}</text>'
+        )
+    height = max(30 + ((len(keys) + cols - 1) // cols) * ph, 40 + 14 * len(stages))
+    return svg_document(
+        lx + 140, height, "Survival funnel: % of sampled items surviving every stage so far", parts
+    )
