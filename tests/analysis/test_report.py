@@ -225,3 +225,17 @@ def test_paper_tables_are_visible_in_headless_chromium(run_dir, tmp_path):
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         driver.quit()
+
+
+def test_an_empty_paired_set_leaves_table6_out_with_its_reason(run_dir, tmp_path, capsys):
+    run = tmp_path / "unpaired"
+    shutil.copytree(run_dir, run)
+    bench = pq.read_table(run / "benchmark.parquet")
+    i = bench.schema.get_field_index("paired")
+    pq.write_table(bench.set_column(i, "paired", pa.array([False] * bench.num_rows)),
+                   run / "benchmark.parquet")  # fmt: skip
+    assert main(["report", "--run", str(run), "--out", str(tmp_path / "r")]) == 0
+    assert "Table 6 left out" in capsys.readouterr().out
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "B_paired is empty" in page and "Table 6 left out" in page
+    assert not list((tmp_path / "r" / "tables").glob("paper_table6*"))

@@ -171,8 +171,9 @@ def wide_html(table: WideTable) -> str:
     )
 
 
-def paper_section(wide: list[WideTable], omitted: list[str]) -> str:
+def paper_section(wide: list[WideTable], omitted: list[str], warnings: list[str]) -> str:
     parts = ['<h2 id="paper-tables">Paper tables</h2>']
+    parts += [f"<p class=warning>{escape(note)}</p>" for note in warnings]
     for table in wide:
         parts.append(f"{wide_html(table)}<p class=note>{escape(table.note)}</p>")
     parts += [f"<p class=omitted>{escape(note)}</p>" for note in omitted]
@@ -241,7 +242,7 @@ positive's scene, strict drops them). autocomp {__version__}; analysis seed {see
 benchmark protocol {escape(str(meta.get("protocol", "?")))}, made by autocomp
 {escape(str(meta.get("autocomp_version", "?")))}.</p>
 <p>Models and weights:</p><ul>{models}</ul>
-{paper_section(wide or [], omitted or [])}
+{paper_section(wide or [], omitted or [], list((data.get("notes") or {}).values()))}
 <h2 id=figures>Figures</h2>
 {plots(tables, data.get("layout"))}
 {"".join(sections)}
