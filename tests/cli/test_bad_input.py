@@ -286,6 +286,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("report-human-cols", ["report", "--run", V + "/human_nocols", "--out", "{out}"], ["a.csv", "annotator"]),
     ("report-out-file", ["report", "--run", V + "/good_run", "--out", V + "/a_file"], ["a_file"]),
     ("report-compare", ["report", "--run", V + "/good_run", "--compare", V + "/nowhere", "--out", "{out}"], ["--compare", "nowhere"]),
+    ("report-compare-same", ["report", "--run", V + "/good_run", "--compare", V + "/good_run", "--out", "{out}"], ["--compare", "good_run", "differ"]),
+    ("report-store-compare-same", ["report", "--store", V, "--name", "b", "--compare", "b", "--out", "{out}"], ["--compare", "b", "differ"]),
     ("report-seed", ["report", "--run", V + "/run", "--seed", "x", "--out", "{out}"], ["--seed", "x"]),
     ("report-s3-creds", ["report", "--store", "s3://bucket/runs", "--name", "b", "--out", "{out}"], ["--store", "AUTOCOMP_S3_ENDPOINT"]),
     # ------------------------------------------------------------------ demo
