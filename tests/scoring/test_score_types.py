@@ -78,6 +78,12 @@ def test_labels_are_complete_answers():
     assert not any(a != b and b.startswith(a) for a in labels for b in labels)  # prefix-free
 
 
+def test_a_recorded_seed_redraws_the_same_options():
+    # pinned: a change of the draw would silently change every recorded choice run
+    assert choice.draw_options(list(range(1, 11)), 3, 0, "color-n2-x", "confusion") == [0, 1, 4, 9]
+    assert choice.draw_options(list(range(1, 11)), 3, 1, "color-n2-x", "confusion") == [0, 2, 9, 1]
+
+
 def test_options_do_not_depend_on_the_process():
     # sha256-derived, not hash(): the same draw in every interpreter (PYTHONHASHSEED)
     digest = hashlib.sha256(b"0\x00color-n2-x\x00confusion").digest()

@@ -11,8 +11,8 @@ the model's choice. Nothing is left unparsed, and the scores are recorded, so th
 audited. Chance is 1 / K.
 
 Options are drawn per item and set from a generator seeded by (seed, sample id, set): the same
-draw whatever the chunking, resume or device, a different one under another seed. Pure Python:
-the score stage turns them into scorer requests and rows.
+draw whatever the chunking, resume, device or Python version, a different one under another
+seed. Pure Python: the score stage turns them into scorer requests and rows.
 """
 
 from __future__ import annotations
@@ -45,9 +45,18 @@ def draw_options(
     """Candidate indices in the order shown: the positive (0) once and min(count, all)
     negatives drawn without replacement, shuffled."""
     rng = random.Random(item_seed(seed, sample_id, set_name))
-    shown = [0, *rng.sample(list(negatives), min(count, len(negatives)))]
-    rng.shuffle(shown)
-    return shown
+    drawn = _shuffled(negatives, rng)[:count]
+    return _shuffled([0, *drawn], rng)
+
+
+def _shuffled(values: Sequence[int], rng: random.Random) -> list[int]:
+    """Fisher-Yates on `rng.random()` alone: Python guarantees that sequence for a seed across
+    versions (not `sample` or `shuffle`), so a recorded seed redraws the same options."""
+    out = list(values)
+    for i in range(len(out) - 1, 0, -1):
+        j = int(rng.random() * (i + 1))
+        out[i], out[j] = out[j], out[i]
+    return out
 
 
 def options_text(shown: Sequence[int]) -> str:

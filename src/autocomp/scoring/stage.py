@@ -544,9 +544,9 @@ def _score_chunk(
 
 def _token_counts(scorer: Scorer, texts: list[str], score_types: tuple[str, ...]) -> list[int]:
     """Per caption: the tokens its score sums over (generative scorers), else nothing."""
-    count = getattr(scorer, "token_counts", None)
     if "per_token" not in score_types:
         return []
+    count = getattr(scorer, "token_counts", None)
     if not callable(count):
         raise TypeError(f"{type(scorer).__name__} reports no token counts for per_token scores")
     return list(count(texts))
