@@ -26,10 +26,12 @@ def test_report_of_a_blind_run_from_concepts(tmp_path, capsys, mode):
         assert main(argv) == 0, (argv, capsys.readouterr().err)
     page = (tmp_path / "report" / "index.html").read_text()
     assert "tiny-qwen2.5-vl" in page and "minimal" in page
-    # the report reads the native score (likelihood) or the choice rows, never per-token ones
+    # the report keeps the score types apart: summed and per-token, or the choice rows
     predictions = load_run(run)["predictions"].to_pylist()
+    choice = mode[:1] == ["choice"]
     assert {p["score_type"] for p in predictions} == (
-        {"choice"} if mode[:1] == ["choice"] else {"score"}
+        {"choice"} if choice else {"score", "per_token"}
     )
     paper = {p["candidates"] for p in predictions if p["protocol"] == "paper"}
-    assert paper == ({4, 2} if mode[:1] == ["choice"] else {16, 2})  # Swap N=2: one negative
+    assert paper == ({4, 2} if choice else {16, 2})  # Swap N=2: one negative
+    assert ("Blind multiple choice (A.8)" in page) == choice
