@@ -108,12 +108,23 @@ class ImportConfig:
 
 @dataclass(frozen=True)
 class ScoreConfig:
-    """`score`: one model on one benchmark table."""
+    """`score`: one model on one benchmark table.
+
+    `blind` (paper A.8, generative models only): "" scores each caption against its image;
+    "likelihood" scores each caption's log-likelihood without the image (True, the old flag,
+    means this); "choice" shows the positive and up to `choice_negatives` negatives of a set,
+    shuffled under `choice_seed`, in one prompt and reads which number the model answers."""
 
     images: str | None = None
-    blind: bool = False
+    blind: str = ""
     device: str | None = None
     max_candidates: int = 4096
+    choice_negatives: int = 49
+    choice_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.blind, bool):  # the flag's former type: True = caption likelihood
+            object.__setattr__(self, "blind", "likelihood" if self.blind else "")
 
 
 @dataclass(frozen=True)

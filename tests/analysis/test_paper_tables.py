@@ -28,6 +28,11 @@ from autocomp.analysis.paper_tables import (
 from autocomp.analysis.wide import Cell, Row, WideTable, percent, to_csv
 from autocomp.scoring.stage import PREDICTIONS_SCHEMA
 
+# predictions as score runs wrote them before score types
+BEFORE_SCORE_TYPES = pa.schema(
+    [f for f in PREDICTIONS_SCHEMA if f.name not in ("score_type", "options")]
+)
+
 KINDS = {"attribute": ["color", "shape_color"], "relation": ["position", "relative_size"]}
 CANDIDATES = {("swap", 2): 2, ("swap", 3): 6, ("confusion", 2): 16, ("confusion", 3): 729}
 HTML_HOSTILE = ["a&b<i>x</i>", 'q"wen']
@@ -57,9 +62,7 @@ def predictions(models: dict[str, dict], cells: list[tuple], concepts: int, seed
             if score_type:
                 row["score_type"] = kind
             rows.append(row)
-    schema = PREDICTIONS_SCHEMA
-    if score_type:
-        schema = schema.append(pa.field("score_type", pa.string()))
+    schema = PREDICTIONS_SCHEMA if score_type else BEFORE_SCORE_TYPES
     return pa.Table.from_pylist(rows, schema)
 
 
@@ -268,8 +271,7 @@ def test_score_types_are_kept_apart_and_absent_means_score():
             r["correct"] = r["score_type"] == "per_token"
     blind = [{**r, "score_type": "choice", "candidates": 5, "correct": i % 2 == 0}
              for i, r in enumerate(rows) if r["score_type"] == "score" and r["model"] == "qwen"]  # fmt: skip
-    schema = PREDICTIONS_SCHEMA.append(pa.field("score_type", pa.string()))
-    pred = pa.Table.from_pylist(rows + blind, schema)
+    pred = pa.Table.from_pylist(rows + blind, PREDICTIONS_SCHEMA)
     long = {"accuracy": analysis.accuracy(pred), "context_deltas": analysis.context_deltas(pred)}
     assert set(long["accuracy"].column("score_type").to_pylist()) == {
         "score",

@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> None:
     rows = []
     for run in sorted(Path(results).iterdir()):
         for r in pq.read_table(run / "summary.parquet").to_pylist():
-            if r["protocol"] == "paper":
+            if r["protocol"] == "paper" and r.get("score_type", "score") == "score":
                 rows.append(
                     [
                         r["model"],

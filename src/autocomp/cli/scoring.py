@@ -35,7 +35,7 @@ def _score(args: argparse.Namespace) -> None:
     from autocomp.store.tables import open_parquet
 
     entry = get_model(args.model)
-    config = ScoreConfig(images=args.images, blind=args.blind, device=args.device)
+    config = ScoreConfig(images=args.images, blind=args.blind, device=args.device, **_choice(args))
     total = open_parquet(args.benchmark, "--benchmark").metadata.num_rows
     with row_progress(f"score {entry.name}", total) as advance:
         summary = score_stage(
@@ -53,6 +53,7 @@ def _score(args: argparse.Namespace) -> None:
             r["condition"],
             r["set"],
             r["protocol"],
+            r["score_type"],
             str(r["items"]),
             f"{100 * r['accuracy']:.1f}",
             f"{100 * r['chance']:.2f}",
@@ -67,6 +68,7 @@ def _score(args: argparse.Namespace) -> None:
         "condition",
         "set",
         "protocol",
+        "score",
         "items",
         "acc %",
         "chance %",
@@ -77,8 +79,29 @@ def _score(args: argparse.Namespace) -> None:
     print(f"scores, predictions and summary in {args.out}")
 
 
+def _choice(args: argparse.Namespace) -> dict[str, int]:
+    """The --blind choice settings given (each only with --blind choice)."""
+    from autocomp.errors import UsageError
+
+    given = {
+        "choice_negatives": (args.choice_negatives, "--choice-negatives"),
+        "choice_seed": (args.choice_seed, "--choice-seed"),
+    }
+    settings = {}
+    for key, (value, flag) in given.items():
+        if value is None:
+            continue
+        if args.blind != "choice":
+            raise UsageError(flag, str(value), "applies to --blind choice only; drop it")
+        settings[key] = value
+    return settings
+
+
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
     """Register the scoring verbs."""
+    from autocomp.config import ScoreConfig
+
+    defaults = ScoreConfig()
     p = verbs.add_parser("models", help="list the registered models with backend and resources")
     p.set_defaults(run=_models)
 
@@ -88,5 +111,28 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output folder (resumable)")
     p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
-    p.add_argument("--blind", action="store_true", help="score captions without the image")
+    p.add_argument(
+        "--blind",
+        nargs="?",
+        const="likelihood",
+        default="",
+        metavar="MODE",
+        help="without the image (paper A.8, generative models): `likelihood` (the default "
+        "MODE) scores each caption alone; `choice` asks the model to pick the positive among "
+        "shuffled, numbered options",
+    )
+    p.add_argument(
+        "--choice-negatives",
+        type=int,
+        default=None,
+        help=f"--blind choice: negatives shown per question, a seeded subsample where a set has "
+        f"more (default {defaults.choice_negatives}, the paper's)",
+    )
+    p.add_argument(
+        "--choice-seed",
+        type=int,
+        default=None,
+        help=f"--blind choice: seed of the subsample and order of the options "
+        f"(default {defaults.choice_seed})",
+    )
     p.set_defaults(run=_score)
