@@ -83,7 +83,7 @@ def test_the_printed_output_is_short_and_ends_with_the_report(local_run):
 
 def test_every_task_has_its_log(local_run):
     out, printed = local_run
-    done = set(re.findall(r"^(\S+) +done ", printed, flags=re.M))
+    done = set(re.findall(r"^([^\s:]+) +done ", printed, flags=re.M))
     logs = {p.stem for p in (out / "logs").glob("*.log")}
     assert logs == done | {"kfp"}
     assert {"sample", "caption", "render-0", "render-1", "validate-0", "validate-1", "publish",

@@ -38,18 +38,18 @@ def test_rows_go_waiting_running_done_and_loop_iterations_get_rows_of_their_own(
     assert _states(view)[0] == ("sample", RUNNING)
     clock.now += 1
     view.finish("a", ok=True)
+    view.start("r10", "render-10", "render")
+    view.start("r1", "render-1", "render")  # another iteration: a row of its own, in order
     view.start("r0", "render-0", "render")
-    view.start("r1", "render-1", "render")  # a second iteration: a new row below the first
-    assert [label for label, _ in _states(view)][:4] == [
-        "sample",
-        "render-0",
-        "render-1",
-        "validate",
-    ]
+    assert [label for label, _ in _states(view)][:5] == [
+        "sample", "render-0", "render-1", "render-10", "validate",
+    ]  # fmt: skip
+    view.finish("r10", ok=True)
     view.finish("r1", ok=True)
     view.finish("r0", ok=False)
     assert dict(_states(view)) == {
-        "sample": DONE, "render-0": FAILED, "render-1": DONE, "validate": WAITING, "publish": WAITING,
+        "sample": DONE, "render-0": FAILED, "render-1": DONE, "render-10": DONE,
+        "validate": WAITING, "publish": WAITING,
     }  # fmt: skip
     assert [r.label for r in view.failed()] == ["render-0"]
     view.end_pipeline(ok=False)

@@ -10,6 +10,7 @@ No kfp here: autocomp.pipelines.capture feeds the view with the events of kfp.lo
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 import time
@@ -92,6 +93,7 @@ class TaskView:
                 kin = [i for i, r in enumerate(block.rows) if r.step == step]
                 block.rows.insert(kin[-1] + 1 if kin else len(block.rows), row)
             row.label, row.state, row.started, row.log = label, RUNNING, self.clock(), log
+            self._order(block, step)
             self.by_key[key] = row
             self._draw()
 
@@ -133,6 +135,20 @@ class TaskView:
                     if row.state == RUNNING and not row.announced and waited >= START_AFTER:
                         row.announced = True
                         self._line(self._row_text(row, plain=True))
+
+    @staticmethod
+    def _order(block: Block, step: str) -> None:
+        """A step's rows in label order (render-2 before render-10), whoever started first."""
+        places = [i for i, r in enumerate(block.rows) if r.step == step]
+        if len(places) < 2:
+            return
+
+        def key(row: Row) -> list:
+            return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", row.label)]
+
+        ordered = sorted((block.rows[i] for i in places), key=key)
+        for i, row in zip(places, ordered, strict=True):
+            block.rows[i] = row
 
     # ------------------------------------------------------------------ queries
     def failed(self) -> list[Row]:
