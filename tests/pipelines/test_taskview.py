@@ -9,8 +9,10 @@ import threading
 
 import pytest
 
-from autocomp.pipelines import capture
+from autocomp.pipelines import capture, taskview
 from autocomp.pipelines.taskview import DONE, FAILED, RUNNING, SKIPPED, WAITING, TaskView
+
+START_AFTER = taskview.START_AFTER
 
 
 class Clock:
@@ -64,16 +66,18 @@ def test_a_log_gets_one_line_per_change_and_a_start_only_for_long_tasks(tmp_path
     view.tick()
     view.finish("s", ok=True)  # short: only its end
     view.start("c", "caption", "caption", tmp_path / "caption.log")
-    clock.now += 6
+    clock.now += START_AFTER - 1
+    view.tick()  # not yet
+    clock.now += 1
     view.tick()  # long: its start is said once
     view.tick()
-    clock.now += 60
+    clock.now += 56
     view.finish("c", ok=False)
     view.end_pipeline(ok=False)
     lines = stream.getvalue().splitlines()
     assert lines[0] == "gen (logs in x)"
     assert re.fullmatch(r"sample +done +0\.4 s", lines[1])
-    assert re.fullmatch(r"caption +running 6\.0 s", lines[2])
+    assert re.fullmatch(r"caption +running 10\.0 s", lines[2])
     assert lines[3].startswith("caption") and "FAILED" in lines[3] and "1 min 06 s" in lines[3]
     assert str(tmp_path / "caption.log") in lines[3]  # a failure names its log
     assert "1 tasks not run (an earlier task failed): score" in lines[4]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 WAITING, RUNNING, DONE, FAILED, SKIPPED = "waiting", "running", "done", "failed", "skipped"
-START_AFTER = 5.0  # seconds a task runs before a log (not a terminal) says it is running
+START_AFTER = 10.0  # seconds a task runs before a log (not a terminal) says it is running
 LABEL_WIDTH = 26
 
 
