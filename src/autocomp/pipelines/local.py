@@ -97,7 +97,7 @@ def _run_pipeline(view: TaskView, pipeline: Any, note: str, **arguments: Any) ->
         failed = view.failed()
         if not failed:  # kfp.local failed outside a task: its message is all there is
             plain = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
-            raise UsageError("run", pipeline.name, f"{plain} (see logs/kfp.log)") from exc
+            raise UsageError("run", pipeline.name, f"{plain} ({note})") from exc
         row = failed[0]
         raise StepFailed(
             "run",
