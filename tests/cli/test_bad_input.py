@@ -265,6 +265,9 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("run-profile", ["run", "--out", "{out}", "--profile", "huge"], ["--profile", "huge"]),
     ("run-out-file", ["run", "--out", V + "/a_file"], ["--out", "a_file"]),
     ("run-seed", ["run", "--out", "{out}", "--seed", "-3"], ["--seed", "-3"]),
+    ("run-name", ["run", "--out", "{out}", "--name", "a/b"], ["--name", "a/b"]),
+    ("run-model-offline", ["run", "--out", "{out}", "--model", "clip-vit-b-16"], ["--model", "clip-vit-b-16", "tiny"]),
+    ("run-out-results", ["run", "--out", V + "/good_run"], ["--out", "good_run", "results/"]),
     # ------------------------------------------------------------------ compile / upload / schedule / submit
     ("compile-out-file", ["compile", "--out", V + "/a_file"], ["--out", "a_file"]),
     ("compile-out-under-file", ["compile", "--out", V + "/a_file/dist"], ["a_file"]),

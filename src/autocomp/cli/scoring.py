@@ -105,7 +105,13 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("models", help="list the registered models with backend and resources")
     p.set_defaults(run=_models)
 
-    p = verbs.add_parser("score", help="score one model on one benchmark table")
+    p = verbs.add_parser(
+        "score",
+        help="score one model on one benchmark table",
+        description="Score one registered model on one benchmark. No profile: the model is "
+        "named with --model (a tiny-* model for random weights on a CPU) and its settings "
+        "come from the model registry.",
+    )
     p.add_argument("--model", required=True, help="registered model name (see `autocomp models`)")
     p.add_argument("--benchmark", required=True, help="benchmark table (autocomp negatives)")
     p.add_argument("--out", required=True, help="output folder (resumable)")
