@@ -97,12 +97,21 @@ class NegativesConfig:
 
 @dataclass(frozen=True)
 class ScoreConfig:
-    """`score`: one model on one benchmark table."""
+    """`score`: models on one benchmark (a table, a folder of parts or a published name).
+
+    `batch_size`: candidate texts per forward pass (open_clip: captions per text-encoder batch;
+    transformers: candidates per chunk after the shared prefix, halved on out-of-memory); None
+    keeps each backend's own default (open_clip: 256 on a CPU, sized to the free memory on a GPU;
+    transformers: 128). `limit`: score only the first N benchmark items (in table order); None
+    scores them all. `max_candidates`: candidates per written part (the resume granularity).
+    """
 
     images: str | None = None
     blind: bool = False
     device: str | None = None
     max_candidates: int = 4096
+    batch_size: int | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True)
