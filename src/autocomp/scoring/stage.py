@@ -1,10 +1,15 @@
-"""The score stage: one model x one benchmark table -> scores, predictions and accuracy.
+"""The score stage: one model x one benchmark -> scores, predictions and accuracy.
+
+The benchmark is a table, a folder of Parquet parts or an opened `Benchmark`
+(autocomp.scoring.benchmark); `ScoreConfig.limit` scores only its first N items in table order.
 
 Per benchmark row the candidates are the positive (index 0), the Confusion negatives (1..C; every
 Swap negative is one of them, found through `swap_in_confusion`) and, at N=1, the sanity sets.
-Each distinct (image, caption) is scored once. Outputs, in the --out folder:
+Each distinct (image, caption) is scored once. Outputs, in the run folder (`autocomp score`:
+<out>/<model>/):
 
-    run.json                  model entry, benchmark, versions (a resumed run must match it)
+    run.json                  model entry, benchmark (source, digest), limit, versions (a
+                              resumed run must match it)
     scores/part-NNNNN.parquet model, sample_id, candidate_index, score
     predictions/part-*.parquet one row per sample x set x protocol (schema below)
     summary.parquet           accuracy per family x N x condition x set x protocol, with chance
@@ -20,7 +25,9 @@ Failures (a missing or unreadable image, a row the model cannot score) are recor
 with the reason; they stay in the denominator as errors and are counted in `failed`.
 
 Resume: items whose predictions already exist in the folder are not scored again; parts are
-written atomically, so a killed run resumes at the first unfinished part.
+written atomically, so a killed run resumes at the first unfinished part. A resumed run may raise
+or drop its limit (the first items are scored already; only the rest is scored), never lower it
+(the summary would then count items outside the limit).
 """
 
 from __future__ import annotations
