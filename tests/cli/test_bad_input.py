@@ -129,6 +129,14 @@ def _score_inputs(d: Path, with_images: pa.Table, keyed: pa.Table) -> None:
               "benchmark_sha": file_sha256(d / "bench_images.parquet"), "limit": 3}  # fmt: skip
     (d / "scored" / "tiny-clip").mkdir(parents=True)
     (d / "scored" / "tiny-clip" / "run.json").write_text(json.dumps(record))
+    vlm = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+           "vision_config": {}}  # fmt: skip
+    (d / "vlm").mkdir()
+    (d / "vlm" / "config.json").write_text(json.dumps(vlm))
+    other = {**record, "model": "hf-vlm", "limit": None,
+             "entry": {"name": "hf-vlm", "weights": "/elsewhere/vlm", "spec": "hf:/elsewhere/vlm"}}  # fmt: skip
+    (d / "scored" / "hf-vlm").mkdir()
+    (d / "scored" / "hf-vlm" / "run.json").write_text(json.dumps(other))
     (d / "oldrun").mkdir()
     (d / "oldrun" / "run.json").write_text(json.dumps(record))
     configs = {
@@ -262,6 +270,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("score-limit-negative", [*S, "--model", "tiny-clip", "--limit", "-5", "--out", "{out}"], ["--limit", "-5"]),
     ("score-limit-text", [*S, "--model", "tiny-clip", "--limit", "many", "--out", "{out}"], ["--limit", "many"]),
     ("score-limit-lowered", [*S, "--model", "tiny-clip", "--limit", "2", "--out", V + "/scored"], ["--limit", "first 3 items", "--limit 3"]),
+    ("score-out-other-weights", [*S, "--model", "hf:" + V + "/vlm", "--out", V + "/scored"], ["--out", "hf-vlm", "another model"]),
     ("score-batch-zero", [*S, "--model", "tiny-clip", "--batch-size", "0", "--out", "{out}"], ["--batch-size", "at least 1"]),
     ("score-batch-text", [*S, "--model", "tiny-clip", "--batch-size", "big", "--out", "{out}"], ["--batch-size", "big"]),
     ("score-models-dup", [*S, "--model", "tiny-clip,tiny-siglip", "--model", "tiny-clip", "--out", "{out}"], ["--model", "same folder"]),

@@ -164,3 +164,13 @@ def test_hf_folders_that_cannot_be_scored_say_what_to_do(tmp_path, config, messa
     folder = _folder(tmp_path / "m", config__json=config)
     with pytest.raises(UsageError, match=message):
         resolve_spec(parse_spec(f"hf:{folder}"))
+
+
+def test_hub_repositories_of_open_clip_weights_map_to_their_pretrained_pair():
+    from autocomp.scoring.contrastive import open_clip_pair_for_hub
+
+    assert open_clip_pair_for_hub("timm/vit_base_patch32_clip_224.openai") == ("ViT-B-32", "openai")
+    assert open_clip_pair_for_hub("laion/CLIP-ViT-B-32-laion2B-s34B-b79K") == (
+        "ViT-B-32", "laion2b_s34b_b79k",
+    )  # fmt: skip
+    assert open_clip_pair_for_hub("openai/clip-vit-base-patch32") is None

@@ -39,8 +39,6 @@ def _models(args: argparse.Namespace) -> None:
 
 def _check_out(out: Path) -> None:
     """The output folder can hold model folders (checked before anything is loaded)."""
-    from autocomp.errors import UsageError
-
     if out.exists() and not out.is_dir():
         raise UsageError("--out", str(out), "is a file; give a folder for the run")
     if not out.parent.is_dir():
@@ -56,7 +54,6 @@ def _check_out(out: Path) -> None:
 
 
 def _score(args: argparse.Namespace) -> None:
-    from autocomp.config import ScoreConfig
     from autocomp.devices import check_device
     from autocomp.scoring.benchmark import check_source, resolve_benchmark
     from autocomp.scoring.specs import parse_specs, resolve_spec
@@ -108,7 +105,6 @@ def _score_all(
     total = min(config.limit or benchmark.rows, benchmark.rows)
     for i, entry in enumerate(entries, 1):
         label = f"score {entry.name}" + (f" ({i}/{len(entries)})" if len(entries) > 1 else "")
-
         factory = functools.partial(load_scorer, entry, config.device, config.batch_size)
         with row_progress(label, total) as advance:
             score_stage(entry, benchmark, out / entry.name, factory, config, progress=advance)

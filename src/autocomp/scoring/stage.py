@@ -286,8 +286,10 @@ def _check_run(out: Path, record: dict[str, Any], rows: int) -> None:
                 "--out", str(run_file), "is unreadable; delete the folder to start over"
             ) from None
         keys = ("model", "benchmark_sha", "blind")
-        same_spec = (previous.get("entry") or {}).get("spec") == record["entry"].get("spec")
-        if any(previous.get(k) != record.get(k) for k in keys) or not same_spec:
+        weights = ("weights", "architecture", "model_class", "revision")  # same name, other
+        entry, now = previous.get("entry") or {}, record["entry"]  # weights: another model
+        same_weights = all(entry.get(k) == now.get(k) for k in weights) or not entry
+        if any(previous.get(k) != record.get(k) for k in keys) or not same_weights:
             raise UsageError(
                 "--out",
                 str(out),
