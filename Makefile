@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install autocomp with its dev tools and model stack
 
-demo: $(STAMP) ## the main job on the local default: both pipelines through kfp.local, tiny models
+demo: $(STAMP) ## both pipelines through kfp.local, tiny models: live task view, logs and report in runs/demo
 	HF_HUB_OFFLINE=1 $(BIN)/autocomp run --out runs/demo
 
 LINTED := src tests benchmarks components pipelines images

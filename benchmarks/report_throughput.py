@@ -54,7 +54,7 @@ def synthetic(models: int, samples: int, seed: int = 0) -> pa.Table:
     arrays.update(
         tie=np.zeros(rows, bool), predicted=np.zeros(rows, np.int32),
         positive_score=np.zeros(rows), best_negative_score=np.zeros(rows),
-        failed=np.zeros(rows, bool), reason=np.full(rows, ""),
+        failed=np.zeros(rows, bool), reason=np.full(rows, ""), truncated=np.zeros(rows, bool),
     )  # fmt: skip
     return pa.table({f.name: pa.array(arrays[f.name], f.type) for f in PREDICTIONS_SCHEMA})
 
@@ -62,7 +62,7 @@ def synthetic(models: int, samples: int, seed: int = 0) -> pa.Table:
 def naive_accuracy(table: pa.Table, resamples: int = 1000, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     cells = defaultdict(list)
-    for r in table.to_pylist():
+    for r in analysis.with_score_type(table).to_pylist():
         cells[tuple(r[c] for c in analysis.CELL)].append(r["correct"])
     out = {}
     for key, values in cells.items():

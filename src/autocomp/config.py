@@ -96,9 +96,24 @@ class NegativesConfig:
 
 
 @dataclass(frozen=True)
+class ImportConfig:
+    """`import`: a benchmark autocomp did not make, as a benchmark folder (protocol: the
+    candidate sets rebuilt for mapped Auto-Comp concepts; skip_missing: drop and count rows
+    whose image file is missing instead of stopping; force: replace an existing folder)."""
+
+    protocol: str = "paper"
+    skip_missing: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
 class ScoreConfig:
     """`score`: models on one benchmark (a table, a folder of parts or a published name).
 
+    `blind` (paper A.8, generative models only): "" scores each caption against its image;
+    "likelihood" scores each caption's log-likelihood without the image (True, the old flag,
+    means this); "choice" shows the positive and up to `choice_negatives` negatives of a set,
+    shuffled under `choice_seed`, in one prompt and reads which number the model answers.
     `batch_size`: candidate texts per forward pass (open_clip: captions per text-encoder batch;
     transformers: candidates per chunk after the shared prefix, halved on out-of-memory); None
     keeps each backend's own default (open_clip: 256 on a CPU, sized to the free memory on a GPU;
@@ -107,11 +122,17 @@ class ScoreConfig:
     """
 
     images: str | None = None
-    blind: bool = False
+    blind: str = ""
     device: str | None = None
     max_candidates: int = 4096
     batch_size: int | None = None
     limit: int | None = None
+    choice_negatives: int = 49
+    choice_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.blind, bool):  # the flag's former type: True = caption likelihood
+            object.__setattr__(self, "blind", "likelihood" if self.blind else "")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ after the failed call. Add cases with every new verb.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -82,6 +83,22 @@ def d(tmp_path_factory) -> Path:
     pq.write_table(escape, d / "escape.parquet")
     (d / "empty_dir").mkdir()
     (d / "a_file").write_text("x")
+    release = {"objects": [["Chair", "Cup"]], "colors": [["red", "blue"]],
+               "handmade_caption": ["a red chair, and a blue cup on a white background."],
+               "llm_caption": ["A red chair by a blue cup."],
+               "handmade_image": ["h/1.png"], "llm_image": ["l/1.png"]}  # fmt: skip
+    pq.write_table(pa.table(release), d / "release_paths.parquet")
+    escaping = {**release, "llm_image": ["../../../../etc/passwd"]}
+    pq.write_table(pa.table(escaping), d / "release_escape.parquet")
+    pq.write_table(
+        pa.table({k: release[k] for k in ("objects", "colors")}), d / "release_cols.parquet"
+    )
+    (d / "sugar_bad.json").write_text("{not json")
+    item = {"caption": "a cat", "negative_caption": "a dog"}
+    (d / "sugar_escape.json").write_text(
+        '{"1": {"filename": "../../../../etc/passwd", "caption": "a", "negative_caption": "b"}}'
+    )
+    (d / "sugar_missing.json").write_text(json.dumps({"1": {"filename": "nope.jpg", **item}}))
 
     def run_folder(name: str, record: str) -> Path:
         run = d / name
@@ -296,6 +313,14 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("score-store-scheme", ["score", "--model", "tiny-clip", "--benchmark", "run-1", "--store", "ftp://host/x", "--out", "{out}"], ["--store", "ftp://host/x"]),
     ("score-out-old-layout", [*S, "--model", "tiny-clip", "--out", V + "/oldrun"], ["--out", "oldrun", "earlier autocomp"]),
     ("score-remote-code", ["score", "--model", "clip-vit-z", "--benchmark", V + "/none.parquet", "--out", "{out}"], ["--model"]),
+    ("score-blind-mode", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "maybe", "--out", "{out}"], ["--blind", "maybe", "likelihood", "choice"]),
+    ("score-choice-contrastive", ["score", "--model", "tiny-clip", "--benchmark", V + "/bench.parquet", "--blind", "choice", "--out", "{out}"], ["--blind", "tiny-clip"]),
+    ("score-choice-negatives-zero", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "choice", "--choice-negatives", "0", "--out", "{out}"], ["--choice-negatives", "0", "1 or more"]),
+    ("score-choice-negatives-text", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "choice", "--choice-negatives", "many", "--out", "{out}"], ["--choice-negatives", "many"]),
+    ("score-choice-seed-negative", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "choice", "--choice-seed", "-1", "--out", "{out}"], ["--choice-seed", "-1", "0 or more"]),
+    ("score-choice-seed-text", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "choice", "--choice-seed", "x1", "--out", "{out}"], ["--choice-seed", "x1"]),
+    ("score-choice-seed-likelihood", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "--choice-seed", "3", "--out", "{out}"], ["--choice-seed", "3", "--blind choice"]),
+    ("score-choice-negatives-images", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--choice-negatives", "9", "--out", "{out}"], ["--choice-negatives", "9", "--blind choice"]),
     # ------------------------------------------------------------------ run (specs and models are checked before any task)
     ("run-specs-form", ["run", "--out", "{out}", "--specs", "color-2"], ["--specs", "color-2", "family:N"]),
     ("run-specs-family", ["run", "--out", "{out}", "--specs", "colour:2"], ["--specs", "colour"]),
@@ -308,6 +333,9 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("run-profile", ["run", "--out", "{out}", "--profile", "huge"], ["--profile", "huge"]),
     ("run-out-file", ["run", "--out", V + "/a_file"], ["--out", "a_file"]),
     ("run-seed", ["run", "--out", "{out}", "--seed", "-3"], ["--seed", "-3"]),
+    ("run-name", ["run", "--out", "{out}", "--name", "a/b"], ["--name", "a/b"]),
+    ("run-model-offline", ["run", "--out", "{out}", "--model", "clip-vit-b-16"], ["--model", "clip-vit-b-16", "tiny"]),
+    ("run-out-results", ["run", "--out", V + "/good_run"], ["--out", "good_run", "results/"]),
     # ------------------------------------------------------------------ compile / upload / schedule / submit
     ("compile-out-file", ["compile", "--out", V + "/a_file"], ["--out", "a_file"]),
     ("compile-out-under-file", ["compile", "--out", V + "/a_file/dist"], ["a_file"]),
@@ -337,6 +365,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("report-human-cols", ["report", "--run", V + "/human_nocols", "--out", "{out}"], ["a.csv", "annotator"]),
     ("report-out-file", ["report", "--run", V + "/good_run", "--out", V + "/a_file"], ["a_file"]),
     ("report-compare", ["report", "--run", V + "/good_run", "--compare", V + "/nowhere", "--out", "{out}"], ["--compare", "nowhere"]),
+    ("report-compare-same", ["report", "--run", V + "/good_run", "--compare", V + "/good_run", "--out", "{out}"], ["--compare", "good_run", "differ"]),
+    ("report-store-compare-same", ["report", "--store", V, "--name", "b", "--compare", "b", "--out", "{out}"], ["--compare", "b", "differ"]),
     ("report-seed", ["report", "--run", V + "/run", "--seed", "x", "--out", "{out}"], ["--seed", "x"]),
     ("report-s3-creds", ["report", "--store", "s3://bucket/runs", "--name", "b", "--out", "{out}"], ["--store", "AUTOCOMP_S3_ENDPOINT"]),
     # ------------------------------------------------------------------ demo
@@ -374,6 +404,27 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("ft-report-missing", ["finetune-report", "--runs", V + "/nowhere", "--out", "{out}"], ["nowhere"]),
     ("ft-local-model", ["finetune-local", "--out", "{out}", "--model", "gpt-9"], ["gpt-9"]),
     ("ft-local-profile", ["finetune-local", "--out", "{out}", "--profile", "huge"], ["--profile", "huge"]),
+    # ------------------------------------------------------------------ import
+    ("import-format", ["import", "sugarcrepes", "--source", V + "/sugar_bad.json", "--out", "{out}"], ["FORMAT", "sugarcrepes", "sugarcrepe"]),
+    ("import-no-source", ["import", "sugarcrepe", "--out", "{out}"], ["--source"]),
+    ("import-source-missing", ["import", "autocomp-release", "--source", V + "/nowhere.parquet", "--out", "{out}"], ["--source", "nowhere.parquet"]),
+    ("import-release-text", ["import", "autocomp-release", "--source", V + "/text.parquet", "--out", "{out}"], ["--source", "text.parquet", "readable"]),
+    ("import-release-family", ["import", "autocomp-release", "--source", V + "/other.parquet", "--out", "{out}"], ["--source", "other.parquet", "colors"]),
+    ("import-release-columns", ["import", "autocomp-release", "--source", V + "/release_cols.parquet", "--out", "{out}"], ["--source", "missing column", "handmade_caption"]),
+    ("import-release-empty-dir", ["import", "autocomp-release", "--source", V + "/empty_dir", "--out", "{out}"], ["--source", "empty_dir"]),
+    ("import-release-no-images", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}"], ["--images", "h/1.png"]),
+    ("import-release-images-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--images", V + "/a_file"], ["--images", "a_file"]),
+    ("import-release-image-missing", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--images", V + "/images"], ["handmade_image", "--skip-missing"]),
+    ("import-release-escape", ["import", "autocomp-release", "--source", V + "/release_escape.parquet", "--out", "{out}", "--images", V + "/images", "--skip-missing"], ["--images", "passwd", "refused"]),
+    ("import-protocol", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", "{out}", "--protocol", "lax"], ["--protocol", "lax"]),
+    ("import-out-exists", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/empty_dir"], ["--out", "empty_dir", "--force"]),
+    ("import-out-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/a_file", "--force"], ["--out", "a_file", "is a file"]),
+    ("import-out-parent", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", V + "/nowhere/out"], ["--out", "nowhere", "does not exist"]),
+    ("import-sugar-json", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", "{out}", "--images", V + "/images"], ["--source", "sugar_bad.json", "JSON"]),
+    ("import-sugar-no-images", ["import", "sugarcrepe", "--source", V + "/sugar_missing.json", "--out", "{out}"], ["--images", "COCO"]),
+    ("import-sugar-escape", ["import", "sugarcrepe", "--source", V + "/sugar_escape.json", "--out", "{out}", "--images", V + "/images"], ["--images", "passwd", "refused"]),
+    ("import-sugar-image-missing", ["import", "sugarcrepe", "--source", V + "/sugar_missing.json", "--out", "{out}", "--images", V + "/images"], ["nope.jpg", "--skip-missing"]),
+    ("import-sugar-source-missing", ["import", "sugarcrepe", "--source", V + "/nowhere", "--out", "{out}", "--images", V + "/images"], ["--source", "nowhere"]),
     # ------------------------------------------------------------------ the verb itself
     ("no-verb", [], ["VERB"]),
     ("unknown-verb", ["scores"], ["scores"]),

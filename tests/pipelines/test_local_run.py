@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import glob
+import os
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,7 +23,7 @@ def local_run(tmp_path_factory):
     import io
 
     out = tmp_path_factory.mktemp("local") / "run"
-    printed = io.StringIO()
+    printed = io.StringIO()  # not a terminal: one line per change
     with contextlib.redirect_stdout(printed):
         assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
     return out, printed.getvalue()
@@ -36,9 +38,9 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
     out, printed = local_run
     assert "tiny-clip" in printed and "tiny-qwen2.5-vl" in printed and "results:" in printed
     store = out / "store"
-    results_line = next(line for line in printed.splitlines() if line.startswith("results:"))
-    name = Path(results_line.split(":", 1)[1].strip()).name
+    name = Path(os.readlink(out / "benchmark")).name
     assert name.startswith("local-")  # run-unique: the hash of the run's parameters
+    assert os.readlink(out / "results") == f"store/results/{name}"  # relative: the folder moves
     benchmark = store / "benchmarks" / name
     assert (benchmark / "_manifest.json").is_file() and (benchmark / "README.md").is_file()
     # the published benchmark is a Hugging Face dataset with embedded images
@@ -55,17 +57,73 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
         summary = pq.read_table(store / "results" / name / run / "summary.parquet")
         assert set(summary.column("failed").to_pylist()) == {0}
         assert summary.num_rows == 2 * 2 * 2  # conditions x sets x protocols
-    # the evaluation pipeline ends with the report
+    # the evaluation pipeline ends with the report, copied into the run folder
     page = _report_page(printed)
+    assert page == out / "report" / "index.html"
     assert page.is_file() and "<svg" in page.read_text()  # the Output[HTML] artifact
+    assert sorted(p.name for p in (out / "report" / "tables").glob("accuracy.*")) == [
+        "accuracy.csv", "accuracy.parquet", "accuracy.tex",
+    ]  # fmt: skip
     # a second run resumes: published outputs are complete, nothing is redone
     before = (benchmark / "_manifest.json").read_text()
     assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0
     assert (benchmark / "_manifest.json").read_text() == before
 
 
+def test_the_printed_output_is_short_and_ends_with_the_report(local_run):
+    out, printed = local_run
+    lines = printed.splitlines()
+    assert len(lines) < 60, printed
+    assert lines[-1].endswith(str(out / "report" / "index.html"))
+    assert "executorInput" not in printed and "KFP Executor" not in printed  # kfp's JSON: logs
+    # the summary: one row per model x set, Minimal and Contextual side by side
+    table = [line for line in lines if line.startswith("tiny-")]
+    assert len(table) == 3 * 2 and all(len(line.split()) == 8 for line in table)
+
+
+def test_every_task_has_its_log(local_run):
+    out, printed = local_run
+    done = set(re.findall(r"^([^\s:]+) +done ", printed, flags=re.M))
+    logs = {p.stem for p in (out / "logs").glob("*.log")}
+    assert logs == done | {"kfp"}
+    assert {"sample", "caption", "render-0", "render-1", "validate-0", "validate-1", "publish",
+            "fetch", "score-cpu-tiny-clip", "score-cpu-tiny-siglip", "score-cpu-tiny-qwen2.5-vl",
+            "report"} <= logs  # fmt: skip
+    assert "Executing task 'render'" in (out / "logs" / "render-1.log").read_text()
+    assert "rendering" not in (out / "logs" / "sample.log").read_text().lower()
+    raw = (out / "logs" / "kfp.log").read_text()
+    assert raw.count("Executing task") >= len(done)
+
+
+def test_report_reads_the_run_folder(local_run, tmp_path, capsys):
+    out, _ = local_run
+    assert main(["report", "--run", str(out), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "index.html").is_file()
+    assert "report:" in capsys.readouterr().out
+
+
 def test_local_run_report_renders_in_chromium(local_run, tmp_path):
     assert_renders_in_chromium(_report_page(local_run[1]), tmp_path / "demo-report.png")
+
+
+def test_a_failed_task_prints_its_log_tail_and_one_error(tmp_path, capsys):
+    """A captioner the registry does not know passes kfp.local's checks and fails inside the
+    caption task: its name, the end of its log and the log's path are printed, then the
+    error (a UsageError: exit 2 from the CLI)."""
+    from autocomp.pipelines.local import StepFailed, run_local
+
+    out = tmp_path / "run"
+    with pytest.raises(StepFailed) as failed:
+        run_local(out, specs="color:2", count=2, captioner="no-such-captioner")
+    log = out / "logs" / "caption.log"
+    assert failed.value.value == "caption" and str(log) in str(failed.value)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"task caption failed; the end of its log ({log}):"
+    tail = [line for line in err[1:] if line.startswith("  | ")]
+    assert 5 <= len(tail) <= 20 and len(tail) == len(err) - 1
+    assert any("unknown captioner" in line and "no-such-captioner" in line for line in tail)
+    assert "unknown captioner" in log.read_text()
+    assert not (out / "report").exists()
 
 
 def test_a_run_that_cannot_work_is_refused_before_any_task(tmp_path, capsys):
@@ -76,3 +134,32 @@ def test_a_run_that_cannot_work_is_refused_before_any_task(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("autocomp run: error: --count: 5000")
     assert "3,380" in err[0] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--model", "clip-vit-z"],
+        ["--model", "clip-vit-b-16"],  # registered, but the tiny profile is offline
+        ["--specs", "colour:2"],
+        ["--count", "0"],
+        ["--profile", "huge"],
+        ["--profile", "paper", "--specs", "color:9"],
+    ],
+)
+def test_bad_run_arguments_fail_at_once_before_kfp_starts(flags, tmp_path, capsys, monkeypatch):
+    import time
+
+    import autocomp.pipelines.local as local
+
+    def never(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("kfp.local was started")
+
+    monkeypatch.setattr(local, "run_local", never)
+    main(["run", "--out", str(tmp_path / "run"), "--model", "x"])  # imports warm: time the check
+    capsys.readouterr()
+    started = time.monotonic()
+    assert main(["run", "--out", str(tmp_path / "run"), *flags]) == 2
+    assert time.monotonic() - started < 1.0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"autocomp run: error: {flags[-2]}")

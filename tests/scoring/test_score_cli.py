@@ -89,15 +89,16 @@ def test_two_models_on_a_benchmark_folder_with_a_limit(tmp_path, monkeypatch, ca
     assert set(summary["model"].to_pylist()) == set(models)
     assert set(summary["protocol"].to_pylist()) == {"paper", "strict"}
     header = printed.splitlines()[0].split()
-    assert header == ["model", "family", "N", "condition", "set", "items", "acc", "%", "chance",
-                      "%", "failed"]  # fmt: skip
+    assert header == ["model", "family", "N", "condition", "set", "score", "items", "acc", "%",
+                      "chance", "%", "failed"]  # fmt: skip
     lines = [line.split() for line in printed.splitlines()[2:] if line.startswith(tuple(models))]
     assert len(lines) == 4  # 2 models x (swap, confusion), paper protocol only
     paper = {(r["model"], r["set"]): r for r in summary.to_pylist() if r["protocol"] == "paper"}
     for line in lines:
         row = paper[(line[0], line[4])]
-        assert line[5] == "4" and line[5] == str(row["items"])
-        assert line[6] == f"{100 * row['accuracy']:.1f}" and line[7] == f"{100 * row['chance']:.2f}"
+        assert line[5] == row["score_type"] == "score"  # contrastive: the native score only
+        assert line[6] == "4" and line[6] == str(row["items"])
+        assert line[7] == f"{100 * row['accuracy']:.1f}" and line[8] == f"{100 * row['chance']:.2f}"
     # a larger limit extends the runs: only the new items are scored, the first parts are kept
     first = {m: sorted((out / m / "predictions").iterdir()) for m in models}
     inodes = {m: [p.stat().st_ino for p in first[m]] for m in models}

@@ -1,4 +1,6 @@
-"""The report page: one self-contained HTML file (inline SVG plots, no scripts)."""
+"""The report page: one self-contained HTML file (inline SVG plots, no scripts). The paper-layout
+tables (percent, with intervals) come first, then the figures, then every other analysis; the
+long tables the paper tables are cut from are folded away (they are in tables/*.csv)."""
 
 from __future__ import annotations
 
@@ -12,24 +14,41 @@ from autocomp import __version__
 from autocomp.analysis import finetune as finetune_analysis
 from autocomp.analysis.escape import escape
 from autocomp.analysis.plots import plots
+from autocomp.analysis.wide import Cell, WideTable, percent
+
+# columns of the long tables that hold fractions: shown in percent on the page (the CSV and
+# Parquet files keep the fractions)
+PERCENT_COLUMNS = {
+    "accuracy", "ci_low", "ci_high", "chance", "accuracy_a", "accuracy_b", "delta", "share",
+    "survival", "cumulative", "rate", "concordance", "swap_accuracy", "confusion_accuracy",
+    "agreement", "a_pass_b_fail", "a_fail_b_pass", "unanimous", "confusion_swap_only",
+    "confusion_confusion", "delta_c", "pretrained", "finetuned",
+}  # fmt: skip
+LONG_TABLES = ("accuracy", "context_deltas", "hard_negative_deltas", "survival_funnel")
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, column: str = "") -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
-        return "–" if math.isnan(v) else f"{v:.3f}"
+        if math.isnan(v):
+            return "–"
+        return percent(v, chance=column == "chance") if column in PERCENT_COLUMNS else f"{v:.3f}"
     if isinstance(v, list):
         return ", ".join(map(str, v))
     return str(v)
 
 
+def _heading(column: str) -> str:
+    return f"{column} %" if column in PERCENT_COLUMNS else column
+
+
 def html_table(table: pa.Table, limit: int = 400) -> str:
     if table.num_rows == 0:
         return "<p class=empty>No rows: this run has no data for this analysis.</p>"
-    head = "".join(f"<th>{escape(c)}</th>" for c in table.column_names)
+    head = "".join(f"<th>{escape(_heading(c))}</th>" for c in table.column_names)
     body = "".join(
-        "<tr>" + "".join(f"<td>{escape(_fmt(r[c]))}</td>" for c in table.column_names) + "</tr>"
+        "<tr>" + "".join(f"<td>{escape(_fmt(r[c], c))}</td>" for c in table.column_names) + "</tr>"
         for r in table.slice(0, limit).to_pylist()
     )
     more = (
@@ -40,26 +59,21 @@ def html_table(table: pa.Table, limit: int = 400) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
+LONG_NOTES = {
+    "accuracy": "Accuracy per model, family, N, condition, set, protocol and score type, with the "
+    "95 % bootstrap interval over concepts (exact: the bootstrap distribution of an accuracy is "
+    "binomial) and the chance baseline of the actual candidate sets (Tables 5, 12-14 are cut from "
+    "it).",
+    "context_deltas": "accuracy_a = Minimal, accuracy_b = Contextual, delta = b - a on concepts "
+    "whose two samples both passed validation; 95 % paired bootstrap interval; exact McNemar "
+    "p-value (Table 6).",
+    "hard_negative_deltas": "accuracy_a = base model, accuracy_b = the hard-negative-trained "
+    "model, same items; paired interval and McNemar p-value (Table 7).",
+    "survival_funnel": "Per stage: survivors of every stage up to it, share of the sampled "
+    "items, rate = share of the previous stage (Table 3).",
+}
+
 SECTIONS = [
-    (
-        "accuracy",
-        "Main results (Tables 5, 12, 13, 14)",
-        "Accuracy per model, family, N, condition, set and protocol, with the 95 % bootstrap "
-        "interval over concepts (exact: the bootstrap distribution of an accuracy is binomial) and "
-        "the chance baseline of the actual candidate sets. Sets vary_attribute / vary_object are "
-        "the N=1 sanity split (Table 14).",
-    ),
-    (
-        "context_deltas",
-        "Minimal vs Contextual on the paired set (Table 6)",
-        "accuracy_a = Minimal, accuracy_b = Contextual, delta = b - a on concepts whose two "
-        "samples both passed validation; 95 % paired bootstrap interval; exact McNemar p-value.",
-    ),
-    (
-        "hard_negative_deltas",
-        "Hard-negative-trained models vs their base (Table 7)",
-        "accuracy_a = base model, accuracy_b = the fine-tuned model, same items; McNemar p-value.",
-    ),
     ("per_relation", "Per-relation accuracy, Swap, every relation family (Table 15)", ""),
     (
         "confusion_taxonomy",
@@ -70,8 +84,9 @@ SECTIONS = [
     ),
     (
         "survival",
-        "Validation survival (Table 3)",
-        "A sample enters a check when it passed all earlier ones.",
+        "Validation survival per check (Table 3)",
+        "A sample enters a check when it passed all earlier ones; survival = passed / entered, "
+        "cumulative = passed / all samples of the cell.",
     ),
     (
         "filter_shift",
@@ -110,10 +125,82 @@ table{border-collapse:collapse;font-size:12px;margin:.5rem 0}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
 .note,.empty{color:#666;font-size:12px}figure{margin:.5rem;display:inline-block}
-code{background:#f3f3f3;padding:0 3px}"""
+code{background:#f3f3f3;padding:0 3px}
+.scroll{overflow-x:auto;max-width:100%}
+table.paper{font-size:12px;margin-top:1.2rem}
+table.paper caption{text-align:left;font-weight:bold;font-size:14px;padding:4px 0}
+table.paper thead th{text-align:center}table.paper th.stub{text-align:left;vertical-align:bottom}
+table.paper tr.group th{text-align:left;font-style:italic;background:#fafafa}
+table.paper tr.chance{color:#555;background:#f7f7f7}table.paper tbody th{font-weight:normal}
+table.paper .ci{color:#777;font-size:10px;white-space:nowrap}
+.omitted{color:#7a5c00;font-size:12px}"""
 
 
-def render_html(data: dict[str, Any], tables: dict[str, pa.Table], seed: int) -> str:
+def _wide_cell(cell: Cell) -> str:
+    interval = cell.interval
+    ci = f" <span class=ci>{escape(interval)}</span>" if interval else ""
+    return f"<td><span class=v>{escape(cell.text)}</span>{ci}</td>"
+
+
+def wide_html(table: WideTable) -> str:
+    """A paper-layout table: a header row per level (rowspan / colspan), group rows, the chance
+    row first; every label escaped."""
+    levels = table.header_levels()
+    head = []
+    for depth, runs in enumerate(levels):
+        stub = (
+            f'<th class=stub rowspan="{len(levels)}">{escape(table.stub)}</th>'
+            if depth == 0
+            else ""
+        )
+        cells = "".join(f'<th colspan="{span}">{escape(label)}</th>' for label, span in runs)
+        head.append(f"<tr>{stub}{cells}</tr>")
+    body = []
+    width = 1 + len(table.columns)
+    for group, rows in table.groups():
+        if group:
+            body.append(f'<tr class=group><th colspan="{width}">{escape(group)}</th></tr>')
+        for row in rows:
+            kind = "chance" if row.chance else "model"
+            cells = "".join(_wide_cell(c) for c in row.cells)
+            body.append(f"<tr class={kind}><th>{escape(row.label)}</th>{cells}</tr>")
+    return (
+        f'<div class=scroll><table class=paper id="{escape(table.name, "id")}">'
+        f"<caption>{escape(table.title)}</caption><thead>{''.join(head)}</thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def paper_section(wide: list[WideTable], omitted: list[str], warnings: list[str]) -> str:
+    parts = ['<h2 id="paper-tables">Paper tables</h2>']
+    parts += [f"<p class=warning>{escape(note)}</p>" for note in warnings]
+    for table in wide:
+        parts.append(f"{wide_html(table)}<p class=note>{escape(table.note)}</p>")
+    parts += [f"<p class=omitted>{escape(note)}</p>" for note in omitted]
+    return "".join(parts)
+
+
+def long_section(tables: dict[str, pa.Table]) -> str:
+    parts = []
+    for key in LONG_TABLES:
+        if key in tables:
+            parts.append(
+                f'<details id="{escape(key, "id")}"><summary>{escape(key)} '
+                f"({tables[key].num_rows} rows; tables/{escape(key)}.csv)</summary>"
+                f"<p class=note>{escape(LONG_NOTES[key])}</p>{html_table(tables[key])}</details>"
+            )
+    if not parts:
+        return ""
+    return '<h2 id="long-tables">Long tables</h2>' + "".join(parts)
+
+
+def render_html(
+    data: dict[str, Any],
+    tables: dict[str, pa.Table],
+    seed: int,
+    wide: list[WideTable] | None = None,
+    omitted: list[str] | None = None,
+) -> str:
     def entry(name: str, m: dict) -> str:
         weights, backend, score = (
             escape(str(m.get(k, ""))) for k in ("weights", "backend", "score")
@@ -155,8 +242,11 @@ positive's scene, strict drops them). autocomp {__version__}; analysis seed {see
 benchmark protocol {escape(str(meta.get("protocol", "?")))}, made by autocomp
 {escape(str(meta.get("autocomp_version", "?")))}.</p>
 <p>Models and weights:</p><ul>{models}</ul>
-{plots(tables)}
+{paper_section(wide or [], omitted or [], list((data.get("notes") or {}).values()))}
+<h2 id=figures>Figures</h2>
+{plots(tables, data.get("layout"))}
 {"".join(sections)}
+{long_section(tables)}
 <h2 id=provenance>Provenance</h2>
 <p class=note>The benchmark's own record (configs, seeds, versions), from its Parquet metadata.</p>
 <details><summary>benchmark metadata</summary><pre>{provenance}</pre></details>

@@ -11,7 +11,13 @@ A run folder holds:
                           `confusion` (answer: the caption the annotator chose)
     judges/<name>.csv     optional: another judge's decisions, columns sample_id,passed
 
-The page embeds its plots as inline SVG and has no scripts, so it renders anywhere offline.
+A store holds the same pieces as outputs named after the benchmark: benchmarks/<name>,
+results/<name>/<model>, and optionally human/<name> (the human/ folder) and judges/<name> (the
+judges/ folder); `report_from_store` assembles them into a run folder first.
+
+Written: tables/<name>.{csv,parquet,tex} for every long table (fractions, one row per cell) and
+tables/paper_*.{csv,tex} for the paper-layout tables (percent, analysis/paper_tables.py). The page
+embeds its plots as inline SVG and has no scripts, so it renders anywhere offline.
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ from autocomp.analysis import agreement
 from autocomp.analysis import finetune as finetune_analysis
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.html import render_html
-from autocomp.analysis.latex import to_latex
+from autocomp.analysis.latex import to_latex, wide_to_latex
 from autocomp.analysis.load import family_kinds, load_run
+from autocomp.analysis.paper_tables import layout_of, paper_tables
+from autocomp.analysis.survival import survival_funnel
+from autocomp.analysis.wide import to_csv
 from autocomp.errors import UsageError
 from autocomp.store.tables import sweep_stale
 
@@ -130,6 +139,7 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
                 "accepted, so there is no paired comparison (the table is empty on purpose)."
             )
     data["notes"] = notes
+    data["layout"] = layout_of(data["models"], kinds)
     bases = {name: m.get("base_model") for name, m in data["models"].items() if m.get("base_model")}
     tables = {
         "accuracy": analysis.accuracy(pred),
@@ -143,6 +153,7 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         tables.update(finetune_analysis.finetune_tables(data["finetune"], seed))
     if data["survival"] is not None:
         tables["survival"] = data["survival"]
+        tables["survival_funnel"] = survival_funnel(data["survival"])
     if data["concepts"] is not None:
         tables["filter_shift"] = analysis.filter_shift(data["concepts"], bench)
     if data["human"]:
@@ -176,22 +187,35 @@ def report_stage(
     compare: list[str | Path] | None = None,
 ) -> dict[str, Any]:
     """Write index.html, tables/<name>.{csv,parquet,tex} into `out`; return what was written.
-    `compare`: run folders of the same concept set rendered by other generators (Table 9)."""
+    `compare`: run folders of the same concept set rendered by other generators (Table 9), each
+    named by its folder name."""
+    others = {Path(c).resolve().name: Path(c) for c in compare or []}
+    if len(others) != len(compare or []) or Path(run).resolve().name in others:
+        raise UsageError(
+            "--compare", [str(c) for c in compare or []], "run folder names must differ"
+        )
+    return _write_report(run, out, seed, title or Path(run).resolve().name, others)
+
+
+def _write_report(
+    run: str | Path, out: str | Path, seed: int, title: str, compare: dict[str, Path]
+) -> dict[str, Any]:
+    """The report of the run folder `run`, its generator named `title` in the comparison with
+    `compare` (generator name -> run folder)."""
     import pyarrow.csv as pcsv
 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError("--out", str(out), "is a file; give a folder for the report")
     data = load_run(run)
-    data["title"] = title or Path(run).resolve().name
+    data["title"] = title
     tables = build_tables(data, seed)
     if compare:
-        runs = {Path(run).resolve().name: data["predictions"]}
-        for other in compare:
-            runs[Path(other).resolve().name] = load_run(other, "--compare")["predictions"]
-        if len(runs) != len(compare) + 1:
-            raise UsageError("--compare", [str(c) for c in compare], "run folder names must differ")
+        runs = {title: data["predictions"]}
+        for name, folder in compare.items():
+            runs[name] = load_run(folder, "--compare")["predictions"]
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
+    wide, omitted = paper_tables(tables, data["layout"])
     # everything is written into a staging folder first, then swapped in: a failed report leaves
     # the previous one whole, and a new report never keeps an older report's extra tables
     sweep_stale(out.parent)
@@ -204,7 +228,11 @@ def report_stage(
             pcsv.write_csv(table, staging / "tables" / f"{name}.csv")
             latex = to_latex(table, name.replace("_", " "))
             (staging / "tables" / f"{name}.tex").write_text(latex, encoding="utf-8")
-        html = render_html(data, tables, seed)
+        for table in wide:
+            (staging / "tables" / f"{table.name}.csv").write_text(to_csv(table), encoding="utf-8")
+            latex = wide_to_latex(table)
+            (staging / "tables" / f"{table.name}.tex").write_text(latex, encoding="utf-8")
+        html = render_html(data, tables, seed, wide, omitted)
         (staging / "index.html").write_text(html, encoding="utf-8")
         out.mkdir(exist_ok=True)
         shutil.rmtree(out / "tables", ignore_errors=True)
@@ -216,18 +244,43 @@ def report_stage(
         "html": out / "index.html",
         "tables": sorted(tables),
         "rows": {k: t.num_rows for k, t in tables.items()},
+        "paper": [t.name for t in wide],
+        "omitted": omitted,
     }
 
 
-def report_from_store(store: str, name: str, out: str | Path, seed: int = 0) -> dict[str, Any]:
-    """Assemble the run folder of benchmark `name` from the store (benchmarks/<name> and every
-    results/<name>/<model>) under out/run, then write the report into out."""
+def assemble_run(store: Any, name: str, run: Path, option: str = "--name") -> Path:
+    """Fetch benchmark `name` of a store into a run folder: benchmarks/<name> as benchmark/,
+    every results/<name>/<model> as results/<model>, and human/<name>, judges/<name> when the
+    store has them."""
+    if store.manifest(f"benchmarks/{name}") is None:
+        raise UsageError(option, name, f"is not a benchmark in {store.uri}; give a name under "
+                         "benchmarks/ there")  # fmt: skip
+    store.get(f"benchmarks/{name}", run / "benchmark")
+    prefix = f"results/{name}/"
+    for key in store.outputs(prefix):
+        store.get(key, run / "results" / key[len(prefix) :])
+    for extra in ("human", "judges"):
+        if store.manifest(f"{extra}/{name}") is not None:
+            store.get(f"{extra}/{name}", run / extra)
+    return run
+
+
+def report_from_store(
+    store: str, name: str, out: str | Path, seed: int = 0, compare: list[str] | None = None
+) -> dict[str, Any]:
+    """Assemble the run folder of benchmark `name` from the store under out/run (and each
+    benchmark named in `compare` under out/compare/<other>), then write the report into out."""
     from autocomp.store.storage import open_store
 
+    compare = list(compare or [])
+    if len(set(compare)) != len(compare) or name in compare:
+        raise UsageError("--compare", compare, "benchmark names must differ from --name and "
+                         "from each other")  # fmt: skip
     target = open_store(store)
-    run = Path(out) / "run"
-    target.get(f"benchmarks/{name}", run / "benchmark")
-    prefix = f"results/{name}/"
-    for key in target.outputs(prefix):
-        target.get(key, run / "results" / key[len(prefix) :])
-    return report_stage(run, out, seed, title=name)
+    run = assemble_run(target, name, Path(out) / "run")
+    others = {
+        other: assemble_run(target, other, Path(out) / "compare" / other, "--compare")
+        for other in compare
+    }
+    return _write_report(run, out, seed, name, others)

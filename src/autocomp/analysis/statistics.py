@@ -14,6 +14,11 @@ Statistics
   exact McNemar test (a binomial test on the discordant pairs, scipy).
 - Agreement between two judges: Cohen's kappa (scikit-learn), with the directional split of the
   disagreements (Table 21).
+
+Score types: predictions may carry a `score_type` column: "score" (the model's native score),
+"per_token" (generative: summed log-likelihood / caption tokens) or "choice" (the A.8 blind
+multiple-choice test). Every analysis keeps them apart (it is a key of every cell and pair); a
+table without the column is all "score".
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ import pyarrow.compute as pc
 
 from autocomp.protocol.negatives import arrangements
 
-CELL = ("model", "family", "n", "condition", "set", "protocol")
+CELL = ("model", "family", "n", "condition", "set", "protocol", "score_type")
 CONFIDENCE = 0.95
+SCORE_TYPES = ("score", "per_token", "choice")
+DEFAULT_SCORE_TYPE = "score"
 
 
 def _table(rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
@@ -40,6 +47,17 @@ def _table(rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
 def concept_of(sample_id: str) -> str:
     """The concept of a sample id (`<concept_id>/<condition>`)."""
     return sample_id.rsplit("/", 1)[0] if "/" in sample_id else sample_id
+
+
+def with_score_type(predictions: pa.Table) -> pa.Table:
+    """The predictions with a string `score_type` column: added as "score" where the table has
+    none, its missing values read as "score"."""
+    if "score_type" not in predictions.column_names:
+        column = pa.array([DEFAULT_SCORE_TYPE] * predictions.num_rows, pa.string())
+        return predictions.append_column("score_type", column)
+    i = predictions.schema.get_field_index("score_type")
+    filled = pc.fill_null(pc.cast(predictions["score_type"], pa.string()), DEFAULT_SCORE_TYPE)
+    return predictions.set_column(i, "score_type", filled)
 
 
 def binomial_interval(correct: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -67,7 +85,7 @@ def accuracy(predictions: pa.Table) -> pa.Table:
     from scipy.stats import binom
 
     t = _as_int(
-        predictions.select([*CELL, "correct", "failed", "tie", "candidates"]),
+        with_score_type(predictions).select([*CELL, "correct", "failed", "tie", "candidates"]),
         "correct",
         "failed",
         "tie",
@@ -190,10 +208,10 @@ def context_deltas(
 ) -> pa.Table:
     """Contextual minus Minimal accuracy per model x family x N x set x protocol on the paired
     set (concepts whose both samples passed validation; all shared concepts if not given)."""
-    t = with_concept(predictions)
+    t = with_concept(with_score_type(predictions))
     if paired is not None:
         t = t.filter(pc.is_in(t["concept"], pa.array(sorted(paired), pa.string())))
-    keys = ["model", "family", "n", "set", "protocol"]
+    keys = ["model", "family", "n", "set", "protocol", "score_type"]
     minimal = t.filter(pc.equal(t["condition"], "minimal"))
     contextual = t.filter(pc.equal(t["condition"], "contextual"))
     return _table(_paired(minimal, contextual, keys, seed), [*keys, *PAIRED_COLUMNS])
@@ -201,16 +219,16 @@ def context_deltas(
 
 def model_deltas(predictions: pa.Table, pairs: dict[str, str], seed: int = 0) -> pa.Table:
     """Each model against its base model (pairs: model -> base), same items (Table 7)."""
-    columns = ["model", "base", "family", "n", "condition", "set", "protocol", *PAIRED_COLUMNS]
+    keys = ["model", "base", "family", "n", "condition", "set", "protocol", "score_type"]
+    columns = [*keys, *PAIRED_COLUMNS]
     if not pairs:
         return _table([], columns)
-    t = with_concept(predictions)
+    t = with_concept(with_score_type(predictions))
     links = pa.table({"model": list(pairs), "base": list(pairs.values())})
     mine = t.join(links, keys="model", join_type="inner")
     bases = t.filter(pc.is_in(t["model"], pa.array(sorted(set(pairs.values())), pa.string())))
     bases = bases.rename_columns(["base" if c == "model" else c for c in bases.column_names])
     bases = bases.join(links, keys="base", join_type="inner")
-    keys = ["model", "base", "family", "n", "condition", "set", "protocol"]
     return _table(_paired(bases, mine, keys, seed), columns)
 
 
@@ -235,14 +253,15 @@ def per_relation(
     with intervals. `families`: the relation families (select by kind, never by name)."""
     families = set(families)
     cells: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for r in _join(predictions, benchmark, ["sample_id", "attributes"]):
+    for r in _join(with_score_type(predictions), benchmark, ["sample_id", "attributes"]):
         if r["family"] in families and r["set"] == set_name:
-            key = (r["model"], r["family"], r["n"], r["condition"], r["protocol"])
+            key = (r["model"], r["family"], r["n"], r["condition"], r["protocol"], r["score_type"])
             cell = cells[(*key, r["attributes"][0])]
             cell[0] += 1
             cell[1] += bool(r["correct"])
     rows = []
-    for (model, family, n, condition, protocol, relation), (items, k) in sorted(cells.items()):
+    for key, (items, k) in sorted(cells.items()):
+        model, family, n, condition, protocol, score_type, relation = key
         low, high = binomial_interval(k, items)
         rows.append(
             {
@@ -251,6 +270,7 @@ def per_relation(
                 "n": n,
                 "condition": condition,
                 "protocol": protocol,
+                "score_type": score_type,
                 "relation": relation,
                 "items": items,
                 "accuracy": k / items,
@@ -258,8 +278,8 @@ def per_relation(
                 "ci_high": high,
             }
         )
-    columns = ["model", "family", "n", "condition", "protocol", "relation", "items", "accuracy"]
-    return _table(rows, [*columns, "ci_low", "ci_high"])
+    columns = ["model", "family", "n", "condition", "protocol", "score_type", "relation"]
+    return _table(rows, [*columns, "items", "accuracy", "ci_low", "ci_high"])
 
 
 ERROR_TYPES = (
@@ -296,7 +316,9 @@ def confusion_taxonomy(
     families = set(families)
     counts: dict[tuple, Counter] = defaultdict(Counter)
     joined = _join(
-        predictions, benchmark, ["sample_id", "confusion_arrangements", "confusion_same_scene"]
+        with_score_type(predictions),
+        benchmark,
+        ["sample_id", "confusion_arrangements", "confusion_same_scene"],
     )
     for r in joined:
         if (
@@ -311,9 +333,9 @@ def confusion_taxonomy(
             continue
         i = r["predicted"] - 1
         kind = error_type(r["n"], r["confusion_arrangements"][i], r["confusion_same_scene"][i])
-        counts[(r["model"], r["family"], r["n"], r["condition"])][kind] += 1
+        counts[(r["model"], r["family"], r["n"], r["condition"], r["score_type"])][kind] += 1
     rows = []
-    for (model, family, n, condition), kinds in sorted(counts.items()):
+    for (model, family, n, condition, score_type), kinds in sorted(counts.items()):
         total = sum(kinds.values())
         for kind in ERROR_TYPES:
             rows.append(
@@ -322,12 +344,14 @@ def confusion_taxonomy(
                     "family": family,
                     "n": n,
                     "condition": condition,
+                    "score_type": score_type,
                     "error_type": kind,
                     "errors": kinds[kind],
                     "share": kinds[kind] / total,
                 }
             )
-    return _table(rows, ["model", "family", "n", "condition", "error_type", "errors", "share"])
+    columns = ["model", "family", "n", "condition", "score_type", "error_type", "errors", "share"]
+    return _table(rows, columns)
 
 
 # ----------------------------------------------------------------------------- benchmark itself
@@ -456,6 +480,9 @@ def judge_agreement(a: dict[str, bool], b: dict[str, bool], keys: dict[str, tupl
     )
 
 
+ORDER_KEYS = ("family", "n", "condition", "set", "protocol", "score_type")
+
+
 def cross_generator(runs: dict[str, pa.Table]) -> tuple[pa.Table, pa.Table]:
     """One concept set rendered by several generators (Table 9): accuracy per generator x model
     x family x N x condition x set x protocol on the concepts every run kept, and the Kendall
@@ -475,7 +502,7 @@ def cross_generator(runs: dict[str, pa.Table]) -> tuple[pa.Table, pa.Table]:
     table = _table(rows, columns)
     scores: dict[tuple, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for r in rows:
-        cell = (r["family"], r["n"], r["condition"], r["set"], r["protocol"])
+        cell = (r["family"], r["n"], r["condition"], r["set"], r["protocol"], r["score_type"])
         scores[cell][r["generator"]][r["model"]] = r["accuracy"]
     names = list(runs)
     orders = []
@@ -488,7 +515,7 @@ def cross_generator(runs: dict[str, pa.Table]) -> tuple[pa.Table, pa.Table]:
                 tau = kendalltau([by_gen[a][m] for m in models], [by_gen[b][m] for m in models])
                 orders.append(
                     {
-                        **dict(zip(("family", "n", "condition", "set", "protocol"), cell)),
+                        **dict(zip(ORDER_KEYS, cell)),
                         "generator_a": a,
                         "generator_b": b,
                         "models": len(models),
@@ -496,11 +523,7 @@ def cross_generator(runs: dict[str, pa.Table]) -> tuple[pa.Table, pa.Table]:
                     }
                 )
     order_columns = [
-        "family",
-        "n",
-        "condition",
-        "set",
-        "protocol",
+        *ORDER_KEYS,
         "generator_a",
         "generator_b",
         "models",

@@ -198,6 +198,8 @@ def add_parsers(verbs: Any) -> None:
 
     p = verbs.add_parser("finetune-local", help="the finetune_models pipeline under kfp.local")
     p.add_argument("--out", default="runs/finetune", help="output folder")
-    p.add_argument("--profile", default="tiny", choices=list(PROFILES))
+    p.add_argument(
+        "--profile", default="tiny", choices=list(PROFILES), help="run profile (default tiny)"
+    )
     p.add_argument("--model", action="append", help="model to fine-tune (repeatable)")
     p.set_defaults(run=_local)

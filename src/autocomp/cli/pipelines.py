@@ -126,9 +126,16 @@ def _doctor(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
 def _check_run_arguments(args: argparse.Namespace) -> None:
-    """Specs, counts, models and the output folder are checked before any pipeline task."""
+    """Profile, specs, counts, models, name and the output folder are checked before kfp.local
+    starts (a bad value fails in one line, not minutes into the run)."""
+    import re
+
     from autocomp.config import get_profile
+    from autocomp.pipelines.local import check_out_folder
     from autocomp.protocol.stages import check_specs
     from autocomp.scoring.registry import get_model
 
@@ -140,19 +147,46 @@ def _check_run_arguments(args: argparse.Namespace) -> None:
         raise UsageError("--num-shards", args.num_shards, "must be at least 1")
     if args.seed is not None and args.seed < 0:
         raise UsageError("--seed", args.seed, "must be 0 or more")
+    if not re.fullmatch(NAME_RULE, args.name):
+        raise UsageError("--name", args.name, "letters, digits, '.', '_' and '-' only")
     for name in args.models:
-        get_model(name)
+        entry = get_model(name)
+        if profile.offline and not entry.is_tiny:
+            raise UsageError(
+                "--model", name, f"the {profile.name} profile runs offline with random weights; "
+                "choose a tiny-* model (`autocomp models`) or --profile paper",
+            )  # fmt: skip
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError("--out", str(out), "is a file; give a folder for the run")
+    check_out_folder(out)
+
+
+def _summary_rows(results: Path) -> list[list[str]]:
+    """One row per model x family x N x set (paper protocol): Minimal and Contextual accuracy
+    side by side, and the chance baseline."""
+    import pyarrow.parquet as pq
+
+    cells: dict[tuple, dict[str, dict]] = {}
+    for run in sorted(p for p in results.iterdir() if (p / "summary.parquet").is_file()):
+        for r in pq.read_table(run / "summary.parquet").to_pylist():
+            if r["protocol"] == "paper" and r.get("score_type", "score") == "score":
+                key = (r["model"], r["family"], r["n"], r["set"])
+                cells.setdefault(key, {})[r["condition"]] = r
+    rows = []
+    for (model, family, n, set_), by in sorted(cells.items()):
+        items = sorted({str(r["items"]) for r in by.values()})
+        chance = next(iter(by.values()))["chance"]
+        acc = [f"{100 * by[c]['accuracy']:.1f}" if c in by else "-"
+               for c in ("minimal", "contextual")]  # fmt: skip
+        rows.append([model, family, str(n), set_, "/".join(items), *acc, f"{100 * chance:.2f}"])
+    return rows
 
 
 def _run(args: argparse.Namespace) -> None:
-    import pyarrow.parquet as pq
-
+    _check_run_arguments(args)  # before kfp is imported: a bad value fails at once
     from autocomp.pipelines.local import run_local
 
-    _check_run_arguments(args)
     where = run_local(
         args.out,
         name=args.name,
@@ -163,34 +197,29 @@ def _run(args: argparse.Namespace) -> None:
         seed=args.seed,
         num_shards=args.num_shards,
     )
-    results = f"{where['store']}/results/{where['name']}"
-    rows = []
-    for run in sorted(Path(results).iterdir()):
-        for r in pq.read_table(run / "summary.parquet").to_pylist():
-            if r["protocol"] == "paper":
-                rows.append(
-                    [
-                        r["model"],
-                        r["family"],
-                        str(r["n"]),
-                        r["condition"],
-                        r["set"],
-                        str(r["items"]),
-                        f"{100 * r['accuracy']:.1f}",
-                        f"{100 * r['chance']:.2f}",
-                    ]
-                )
-    headers = ["model", "family", "N", "condition", "set", "items", "acc %", "chance %"]
-    print(format_table(headers, rows))
-    print(f"benchmark: {where['benchmark']}")
-    print(f"results:   {results}")
-    print(f"report:    {where['report']}")
+    out = Path(args.out)
+    headers = ["model", "family", "N", "set", "items", "minimal %", "contextual %", "chance %"]
+    print()
+    print(format_table(headers, _summary_rows(out / "results")))
+    if where["warnings"]:
+        print(f"{len(where['warnings'])} warnings while running: see {out / 'logs' / 'kfp.log'}")
+    print(f"benchmark: {out / 'benchmark'} -> store/benchmarks/{where['name']}")
+    print(f"results:   {out / 'results'} (score runs; `autocomp report --run {out}` reads both)")
+    print(f"logs:      {out / 'logs'}")
+    print(f"report:    {out / 'report' / 'index.html'}")
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
     """Register the pipeline verbs."""
     tiny = PROFILES["tiny"]
-    p = verbs.add_parser("run", help="run both pipelines on this machine (kfp.local, tiny models)")
+    p = verbs.add_parser(
+        "run",
+        help="run both pipelines on this machine (kfp.local; default profile tiny)",
+        description="generate_benchmark then evaluate_models through kfp.local, with the tiny "
+        "profile unless --profile says otherwise. Shows one line per task; each task's output "
+        "is in <out>/logs; ends with the accuracy table and <out>/report/index.html. "
+        "`make demo` is `autocomp run --out runs/demo`.",
+    )
     p.add_argument("--out", default="runs/local", help="output folder (default runs/local)")
     p.add_argument("--name", default="local", help="benchmark name in the store (default local)")
     p.add_argument(
@@ -212,7 +241,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--profile",
         default="tiny",
-        help="tiny: random-weight models, offline CPU (default); paper: the paper's "
+        help="tiny (default): random-weight models, offline CPU; paper: the paper's "
         "models and run size on this machine's GPU (weights from the hub)",
     )
     p.add_argument(

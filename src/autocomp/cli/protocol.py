@@ -109,8 +109,17 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing --out table")
     p.set_defaults(run=_negatives)
 
-    p = verbs.add_parser("demo", help="sample every family, build candidate sets, print a summary")
-    p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
+    p = verbs.add_parser(
+        "demo",
+        help="the protocol-only tour: every family's candidate sets and chance baselines",
+        description="The protocol core only: sample every family and N, build the Swap and "
+        "Confusion sets, print their sizes and chance baselines next to the paper's. No models, "
+        "so no profile (CPU, seconds). The pipelines demo (tiny profile) is `make demo`, i.e. "
+        "`autocomp run --out runs/demo`.",
+    )
+    p.add_argument(
+        "--out", default="runs/protocol-demo", help="output folder (default runs/protocol-demo)"
+    )
     p.add_argument("--count", type=int, default=200, help="concepts per family and N (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(run=_demo)

@@ -15,13 +15,16 @@ def _report(args: argparse.Namespace) -> None:
     if args.store:
         if not args.name:
             raise UsageError("--name", None, "give the benchmark name in the store")
-        done = report_from_store(args.store, args.name, args.out, args.seed)
+        done = report_from_store(args.store, args.name, args.out, args.seed, args.compare)
     else:
         done = report_stage(args.run_dir, args.out, args.seed, compare=args.compare)
     print(
-        f"report: {done['html']} ({len(done['tables'])} tables as CSV, Parquet and LaTeX in "
+        f"report: {done['html']} ({len(done['paper'])} paper-layout tables as CSV and LaTeX, "
+        f"{len(done['tables'])} long tables as CSV, Parquet and LaTeX in "
         f"{done['html'].parent / 'tables'})"
     )
+    for note in done["omitted"]:
+        print(f"  {note}")
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
@@ -30,7 +33,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--run", dest="run_dir", default=None, help="run folder: benchmark/ and results/<model>/"
     )
-    p.add_argument("--store", default=None, help="or: a store holding benchmarks/<name>")
+    p.add_argument(
+        "--store",
+        default=None,
+        help="or: a store holding benchmarks/<name>, results/<name>/<model> and optionally "
+        "human/<name>, judges/<name>",
+    )
     p.add_argument("--name", default=None, help="benchmark name in the store")
     p.add_argument("--out", default="report", help="output folder (default report)")
     p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstraps")
@@ -39,6 +47,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="RUN",
-        help="another generator's run on the same concepts (repeatable; Table 9)",
+        help="another generator's run on the same concepts (repeatable; Table 9): a run folder "
+        "with --run, a benchmark name in the store with --store",
     )
     p.set_defaults(run=_report)

@@ -65,6 +65,7 @@ def _score(args: argparse.Namespace) -> None:
         device=args.device,
         batch_size=args.batch_size,
         limit=args.limit,
+        **_choice(args),
     )
     check_config(config)
     specs = parse_specs(args.model)  # every value's syntax and registered names: fast
@@ -89,7 +90,7 @@ def _score(args: argparse.Namespace) -> None:
         raise
     _print_summary(summary, [e.name for e in entries])
     print(
-        f"paper protocol shown; both protocols in {out / 'summary.parquet'}; scores, predictions "
+        f"paper protocol shown; every protocol in {out / 'summary.parquet'}; scores, predictions "
         f"and run.json per model in {out}/<model>/"
     )
 
@@ -112,11 +113,12 @@ def _score_all(
 
 
 def _print_summary(summary: pa.Table, order: list[str]) -> None:
-    """One table: model x family x N x condition x set, paper protocol."""
+    """One table: model x family x N x condition x set (x score type), paper protocol."""
     rank = {name: i for i, name in enumerate(order)}
     rows = [r for r in summary.to_pylist() if r["protocol"] == "paper"]
+    types = {"score": 0, "per_token": 1, "choice": 2}
     rows.sort(key=lambda r: (rank.get(r["model"], len(rank)), r["family"], r["n"],
-                             r["condition"], r["set"]))  # fmt: skip
+                             r["condition"], r["set"], types.get(r["score_type"], 3)))  # fmt: skip
     table = [
         [
             r["model"],
@@ -124,6 +126,7 @@ def _print_summary(summary: pa.Table, order: list[str]) -> None:
             str(r["n"]),
             r["condition"],
             r["set"],
+            r["score_type"],
             str(r["items"]),
             f"{100 * r['accuracy']:.1f}",
             f"{100 * r['chance']:.2f}",
@@ -131,16 +134,41 @@ def _print_summary(summary: pa.Table, order: list[str]) -> None:
         ]
         for r in rows
     ]
-    headers = ["model", "family", "N", "condition", "set", "items", "acc %", "chance %", "failed"]
+    headers = ["model", "family", "N", "condition", "set", "score", "items", "acc %", "chance %",
+               "failed"]  # fmt: skip
     print(format_table(headers, table))
+
+
+def _choice(args: argparse.Namespace) -> dict[str, int]:
+    """The --blind choice settings given (each only with --blind choice)."""
+    given = {
+        "choice_negatives": (args.choice_negatives, "--choice-negatives"),
+        "choice_seed": (args.choice_seed, "--choice-seed"),
+    }
+    settings = {}
+    for key, (value, flag) in given.items():
+        if value is None:
+            continue
+        if args.blind != "choice":
+            raise UsageError(flag, str(value), "applies to --blind choice only; drop it")
+        settings[key] = value
+    return settings
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
     """Register the scoring verbs."""
+    defaults = ScoreConfig()
     p = verbs.add_parser("models", help="list the registered models with backend and resources")
     p.set_defaults(run=_models)
 
-    p = verbs.add_parser("score", help="score models on one benchmark (each into <out>/<model>/)")
+    p = verbs.add_parser(
+        "score",
+        help="score models on one benchmark (each into <out>/<model>/)",
+        description="Score models on one benchmark, one after another, each into "
+        "<out>/<model>/. No profile: models are named with --model (a tiny-* model for random "
+        "weights on a CPU); registered ones take their settings from the model registry, "
+        "ad-hoc ones (open_clip:, hf:) from open_clip's tables or the model's own config.",
+    )
     p.add_argument(
         "--model",
         action="append",
@@ -159,14 +187,37 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output folder: <out>/<model>/ each (resumable)")
     p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
-    p.add_argument("--blind", action="store_true", help="score captions without the image")
+    p.add_argument(
+        "--blind",
+        nargs="?",
+        const="likelihood",
+        default="",
+        metavar="MODE",
+        help="without the image (paper A.8, generative models): `likelihood` (the default "
+        "MODE) scores each caption alone; `choice` asks the model to pick the positive among "
+        "shuffled, numbered options",
+    )
+    p.add_argument(
+        "--choice-negatives",
+        type=int,
+        default=None,
+        help=f"--blind choice: negatives shown per question, a seeded subsample where a set has "
+        f"more (default {defaults.choice_negatives}, the paper's)",
+    )
+    p.add_argument(
+        "--choice-seed",
+        type=int,
+        default=None,
+        help=f"--blind choice: seed of the subsample and order of the options "
+        f"(default {defaults.choice_seed})",
+    )
     p.add_argument(
         "--limit", type=int, default=None, help="score only the first N items (in table order)"
     )
     p.add_argument(
         "--batch-size",
         type=int,
-        default=ScoreConfig.batch_size,
+        default=defaults.batch_size,
         help="candidate texts per forward pass (default: the backend's own)",
     )
     p.set_defaults(run=_score)

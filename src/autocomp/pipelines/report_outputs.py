@@ -17,12 +17,16 @@ import pyarrow.parquet as pq
 
 def accuracy_metrics(run: str | Path) -> dict[str, float]:
     """`model/family-N/condition/set` -> accuracy (paper protocol) from every score run under
-    run/results/<model>/summary.parquet."""
+    run/results/<model>/summary.parquet; a score type other than "score" (summary column
+    `score_type`, absent = "score") is appended: `.../set/per_token`, `.../set/choice`."""
     metrics = {}
     for summary in sorted(Path(run, "results").glob("*/summary.parquet")):
         for r in pq.read_table(summary).to_pylist():
             if r["protocol"] == "paper":
                 key = f"{r['model']}/{r['family']}-{r['n']}/{r['condition']}/{r['set']}"
+                score_type = r.get("score_type") or "score"
+                if score_type != "score":  # per-token and A.8 choice: their own metrics
+                    key += f"/{score_type}"
                 metrics[key] = float(r["accuracy"])
     return metrics
 

@@ -3,6 +3,8 @@
 A scorer takes a list of requests (an image key, or None for a blind request, and a caption) and
 the images they name, and returns one score per request, in order. Higher means the model finds
 the caption more likely for the image. Backends import their heavy libraries themselves.
+Generative scorers also have `token_counts(texts)`: the tokens each score sums over (the score
+stage's per-token score).
 """
 
 from __future__ import annotations

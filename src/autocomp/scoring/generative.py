@@ -135,6 +135,13 @@ class VlmScorer:
                 raise ValueError(f"caption {text!r} has no tokens")
         return ids
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens each caption's score sums over (the same tokenisation `score`
+        uses; no forward pass): the score stage divides by it for the per-token score. (The
+        blind multiple-choice test needs no method of its own: autocomp.scoring.choice asks
+        `score` for each option label as the reply to a prompt listing the options.)"""
+        return [len(ids) for ids in self._caption_ids(list(texts))]
+
     # ------------------------------------------------------------------ scoring
 
     def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:

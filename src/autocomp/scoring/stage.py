@@ -8,11 +8,22 @@ Swap negative is one of them, found through `swap_in_confusion`) and, at N=1, th
 Each distinct (image, caption) is scored once. Outputs, in the run folder (`autocomp score`:
 <out>/<model>/):
 
-    run.json                  model entry, benchmark (source, digest), limit, versions (a
+    run.json                  model entry, benchmark (source, digest), mode, limit, versions (a
                               resumed run must match it)
-    scores/part-NNNNN.parquet model, sample_id, candidate_index, score
-    predictions/part-*.parquet one row per sample x set x protocol (schema below)
-    summary.parquet           accuracy per family x N x condition x set x protocol, with chance
+    scores/part-NNNNN.parquet model, sample_id, candidate_index, score, tokens (schema below)
+    predictions/part-*.parquet one row per sample x set x protocol x score type (schema below)
+    summary.parquet           accuracy per family x N x condition x set x protocol x score type,
+                              with chance
+
+Score types (`score_type`): "score" is the model's native score (cosine, sigmoid or summed
+log-likelihood). Generative models also get "per_token": the summed log-likelihood divided by
+the caption's token count (`tokens` in the scores table; the same forward pass), since the sum
+favours short captions and Confusion negatives differ in length. `--blind choice` writes only
+"choice" rows: the paper's A.8 multiple-choice test (autocomp.scoring.choice); its scores rows
+are the option labels' scores, with the set, protocol and shown position (`option`), and its
+predictions list the options shown (`options`: candidate indices in the order shown, comma
+separated; a string, so the table stays joinable and writable as CSV). Tables written
+before `score_type` existed read as all "score".
 
 Tie rule: an item is correct only if the positive's score is strictly greater than every
 negative's; a tie at the top counts as an error (`tie` is set), and `predicted` then names the
@@ -25,13 +36,16 @@ Failures (a missing or unreadable image, a row the model cannot score) are recor
 with the reason; they stay in the denominator as errors and are counted in `failed`.
 
 Resume: items whose predictions already exist in the folder are not scored again; parts are
-written atomically, so a killed run resumes at the first unfinished part. A resumed run may raise
-or drop its limit (the first items are scored already; only the rest is scored), never lower it
-(the summary would then count items outside the limit).
+written atomically, so a killed run resumes at the first unfinished part. A folder written before
+score types (run.json without "format") is upgraded in place when it is contrastive (its scores
+are complete) and refused when it is generative (no token counts for the per-token score). A
+resumed run may raise or drop its limit (the first items are scored already; only the rest is
+scored), never lower it (the summary would then count items outside the limit).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -47,7 +61,7 @@ from autocomp import __version__
 from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
 from autocomp.errors import UsageError
-from autocomp.scoring import Scorer, ScoreRequest
+from autocomp.scoring import Scorer, ScoreRequest, choice
 from autocomp.scoring.benchmark import Benchmark, open_benchmark
 from autocomp.scoring.registry import ModelEntry
 from autocomp.store.paths import resolve_inside
@@ -72,6 +86,11 @@ SCORES_SCHEMA = pa.schema(
         ("sample_id", pa.string()),
         ("candidate_index", pa.int32()),
         ("score", pa.float64()),
+        ("tokens", pa.int32()),  # generative: tokens the score sums over; else null
+        ("score_type", pa.string()),  # "score", or "choice" (a label's score, --blind choice)
+        ("set", pa.string()),  # choice rows: the set, protocol and 1-based option shown
+        ("protocol", pa.string()),
+        ("option", pa.int32()),
     ]
 )
 PREDICTIONS_SCHEMA = pa.schema(
@@ -92,8 +111,12 @@ PREDICTIONS_SCHEMA = pa.schema(
         ("failed", pa.bool_()),
         ("reason", pa.string()),
         ("truncated", pa.bool_()),
+        ("score_type", pa.string()),
+        ("options", pa.string()),  # choice: candidate indices in the order shown, "4,0,9"
     ]
 )
+SCORE_FORMAT = 2  # 2: scores have tokens, predictions score_type (run.json "format")
+BLIND_MODES = ("likelihood", "choice")
 
 
 @dataclass
@@ -147,7 +170,12 @@ def judge(scores: list[float], negatives: list[int]) -> tuple[bool, bool, int, f
 
 
 def predictions_for(
-    model: str, item: Item, scores: list[float] | None, reason: str, truncated: bool = False
+    model: str,
+    item: Item,
+    scores: list[float] | None,
+    reason: str,
+    truncated: bool = False,
+    score_type: str = "score",
 ) -> list[dict]:
     rows = []
     for set_name, negatives in item.sets.items():
@@ -162,7 +190,7 @@ def predictions_for(
                 "condition": item.condition, "set": set_name, "protocol": protocol,
                 "candidates": len(kept) + 1, "correct": False, "tie": False, "predicted": -1,
                 "positive_score": None, "best_negative_score": None, "failed": scores is None,
-                "reason": reason, "truncated": truncated,
+                "reason": reason, "truncated": truncated, "score_type": score_type,
             }  # fmt: skip
             if scores is not None and kept:
                 correct, tie, predicted, best = judge(scores, kept)
@@ -270,9 +298,10 @@ def _next_part(out: Path) -> int:
     return max((int(p.stem.split("-")[1]) + 1 for p in _parts(out)), default=0)
 
 
-def _check_run(out: Path, record: dict[str, Any], rows: int) -> None:
-    """A resumed run must be of the same model, benchmark and mode, and may only extend its
-    --limit (checked before any work)."""
+def _check_run(out: Path, record: dict[str, Any], rows: int) -> bool:
+    """A resumed run must be of the same model, weights, benchmark and mode, and may only
+    extend its --limit (checked before any work). True when the folder holds a run written
+    before score types, to be upgraded."""
     if out.exists() and not out.is_dir():
         raise UsageError("--out", str(out), "is a file; give a folder for the run")
     if not out.parent.is_dir():
@@ -285,7 +314,9 @@ def _check_run(out: Path, record: dict[str, Any], rows: int) -> None:
             raise UsageError(
                 "--out", str(run_file), "is unreadable; delete the folder to start over"
             ) from None
-        keys = ("model", "benchmark_sha", "blind")
+        old = previous.get("format") is None
+        previous = _check_format(out, previous)
+        keys = ("model", "benchmark_sha", "blind", "choice")
         weights = ("weights", "architecture", "model_class", "revision")  # same name, other
         entry, now = previous.get("entry") or {}, record["entry"]  # weights: another model
         same_weights = all(entry.get(k) == now.get(k) for k in weights) or not entry
@@ -293,7 +324,8 @@ def _check_run(out: Path, record: dict[str, Any], rows: int) -> None:
             raise UsageError(
                 "--out",
                 str(out),
-                "holds a run of another model or benchmark; use a new folder to keep both",
+                "holds a run of another model, benchmark or mode (--blind and its choice "
+                "settings); use a new folder to keep both",
             )
         before = min(previous.get("limit") or rows, rows)
         if min(record.get("limit") or rows, rows) < before:
@@ -303,6 +335,51 @@ def _check_run(out: Path, record: dict[str, Any], rows: int) -> None:
                 f"{out} already holds the first {before} items; a resumed run may only extend "
                 f"it: give --limit {before} or more (or none), or a new --out",
             )
+        return old
+    return False
+
+
+def _check_format(out: Path, previous: dict[str, Any]) -> dict[str, Any]:
+    """The previous run's record in today's terms. A run written before score types (no
+    "format") is upgraded when its scores are complete (contrastive: only the native score);
+    a generative one is refused, since its items have no token counts for the per-token score."""
+    if previous.get("format") == SCORE_FORMAT:
+        return previous
+    if previous.get("format") is not None:
+        raise UsageError(
+            "--out", str(out), f"holds a run in format {previous['format']} of another autocomp "
+            "version; score into a new folder",
+        )  # fmt: skip
+    if (previous.get("entry") or {}).get("score") == "loglik" or previous.get("blind"):
+        raise UsageError(
+            "--out", str(out), "holds a generative run made before per-token scores (it has no "
+            "token counts); score into a new folder, or delete this one to score it again",
+        )  # fmt: skip
+    return {**previous, "blind": "", "choice": None}
+
+
+def _upgrade_parts(out: Path) -> None:
+    """Rewrite (atomically) the parts of a run made before score types in today's schemas:
+    score_type "score", no token counts, no choice columns."""
+    for folder, schema in (("scores", SCORES_SCHEMA), ("predictions", PREDICTIONS_SCHEMA)):
+        for path in sorted((out / folder).glob("part-*.parquet")):
+            table = pq.read_table(path)
+            if "score_type" not in table.column_names:
+                table = _conform(table.replace_schema_metadata(None), schema)
+                write_table(table, path, read_metadata(path))
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in `schema`: missing columns null, a missing score_type "score"."""
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            columns.append(table[field.name].cast(field.type))
+        elif field.name == "score_type":
+            columns.append(pa.array(["score"] * table.num_rows, pa.string()))
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _start_run(out: Path, record: dict[str, Any]) -> None:
@@ -317,7 +394,7 @@ def _start_run(out: Path, record: dict[str, Any]) -> None:
 
 
 def check_config(config: ScoreConfig) -> None:
-    """The numeric options are in range (checked before any work)."""
+    """The mode and the numeric options are valid (checked before any work)."""
     if config.limit is not None and config.limit < 1:
         raise UsageError("--limit", config.limit, "must be at least 1 (items to score)")
     if config.batch_size is not None and config.batch_size < 1:
@@ -326,6 +403,14 @@ def check_config(config: ScoreConfig) -> None:
         )
     if config.max_candidates < 1:
         raise UsageError("max_candidates", config.max_candidates, "must be at least 1")
+    if config.blind and config.blind not in BLIND_MODES:
+        raise UsageError("--blind", config.blind, f"must be one of {', '.join(BLIND_MODES)}")
+    if config.blind == "choice" and config.choice_negatives < 1:
+        raise UsageError(
+            "--choice-negatives", str(config.choice_negatives), "must be 1 or more (paper: 49)"
+        )
+    if config.blind == "choice" and config.choice_seed < 0:
+        raise UsageError("--choice-seed", str(config.choice_seed), "must be 0 or more")
 
 
 def check_mode(entry: ModelEntry, config: ScoreConfig) -> None:
@@ -390,15 +475,23 @@ def score_stage(
     check_benchmark(source, config)
     out = Path(out)
     digest = source.digest
+    choice_record = (
+        {"negatives": config.choice_negatives, "seed": config.choice_seed}
+        if blind == "choice"
+        else None
+    )
     record = {
         "model": entry.name, "entry": entry.record(), "benchmark": str(source.path),
         "benchmark_source": source.source(), "benchmark_sha": digest,
-        "benchmark_metadata": source.metadata, "blind": blind, "limit": config.limit,
-        "batch_size": config.batch_size, "autocomp_version": __version__,
+        "benchmark_metadata": source.metadata, "blind": blind, "choice": choice_record,
+        "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
+        "autocomp_version": __version__,
     }  # fmt: skip
-    _check_run(out, record, source.rows)
+    old = _check_run(out, record, source.rows)
     for folder in (out, out / "scores", out / "predictions"):
         sweep_stale(folder)
+    if old:
+        _upgrade_parts(out)
     if (out / "predictions").is_dir():
         _drop_failures(out)
     done = _done_ids(out) if (out / "predictions").is_dir() else set()
@@ -407,8 +500,16 @@ def score_stage(
     scorer: Scorer | None = None
     part = _next_part(out) if (out / "predictions").is_dir() else 0
     document = provenance(
-        "scores", model=entry.name, entry=entry.record(), benchmark_sha=digest, blind=blind
-    )
+        "scores", model=entry.name, entry=entry.record(), benchmark_sha=digest, blind=blind,
+        choice=choice_record,
+    )  # fmt: skip
+    if blind == "choice":
+        score: Callable[..., tuple[list[dict], list[dict]]] = functools.partial(
+            _choice_chunk, negatives=config.choice_negatives, seed=config.choice_seed
+        )
+    else:
+        types = ("score", "per_token") if entry.score == "loglik" else ("score",)
+        score = functools.partial(_score_chunk, blind=bool(blind), score_types=types)
 
     def get_scorer() -> Scorer:  # loaded on the first item that can be scored, not before
         nonlocal scorer
@@ -416,7 +517,7 @@ def score_stage(
         return scorer
 
     for chunk in _chunks(todo, config.max_candidates):
-        score_rows, prediction_rows = _score_chunk(entry.name, chunk, get_scorer, root, blind)
+        score_rows, prediction_rows = score(entry.name, chunk, get_scorer, root)
         _start_run(out, record)
         name = f"part-{part:05d}.parquet"
         write_table(
@@ -442,6 +543,7 @@ def _score_chunk(
     get_scorer: Callable[[], Scorer],
     root: Path | None,
     blind: bool,
+    score_types: tuple[str, ...] = ("score",),
 ) -> tuple[list[dict], list[dict]]:
     images: dict[str, Any] = {}
     ready: list[Item] = []
@@ -454,7 +556,8 @@ def _score_chunk(
             images[item.sample_id] = load_image(root, item.image)
             ready.append(item)
         except ValueError as exc:
-            prediction_rows += predictions_for(model, item, None, str(exc))
+            for score_type in score_types:
+                prediction_rows += predictions_for(model, item, None, str(exc), False, score_type)
     requests = [
         ScoreRequest(None if blind else item.sample_id, text)
         for item in ready
@@ -463,18 +566,88 @@ def _score_chunk(
     scorer = get_scorer() if requests else None
     flat = scorer.score(requests, images) if scorer else []
     cut = _truncated(scorer, [r.text for r in requests]) if scorer else []
+    tokens = _token_counts(scorer, [r.text for r in requests], score_types) if scorer else []
     score_rows = []
     offset = 0
     for item in ready:
-        scores = flat[offset : offset + len(item.candidates)]
-        truncated = any(cut[offset : offset + len(item.candidates)])
+        span = slice(offset, offset + len(item.candidates))
         offset += len(item.candidates)
+        scores, truncated = flat[span], any(cut[span])
+        counts: list[int | None] = list(tokens[span]) or [None] * len(scores)
         score_rows += [
-            {"model": model, "sample_id": item.sample_id, "candidate_index": i, "score": s}
-            for i, s in enumerate(scores)
-        ]
+            {"model": model, "sample_id": item.sample_id, "candidate_index": i, "score": s,
+             "tokens": t, "score_type": "score"}
+            for i, (s, t) in enumerate(zip(scores, counts))
+        ]  # fmt: skip
         prediction_rows += predictions_for(model, item, scores, "", truncated)
+        if "per_token" in score_types:
+            per_token = [s / t for s, t in zip(scores, counts)]  # type: ignore[operator]
+            prediction_rows += predictions_for(model, item, per_token, "", truncated, "per_token")
     return score_rows, prediction_rows
+
+
+def _token_counts(scorer: Scorer, texts: list[str], score_types: tuple[str, ...]) -> list[int]:
+    """Per caption: the tokens its score sums over (generative scorers), else nothing."""
+    if "per_token" not in score_types:
+        return []
+    count = getattr(scorer, "token_counts", None)
+    if not callable(count):
+        raise TypeError(f"{type(scorer).__name__} reports no token counts for per_token scores")
+    return list(count(texts))
+
+
+def _choice_chunk(
+    model: str,
+    chunk: list[Item],
+    get_scorer: Callable[[], Scorer],
+    root: Path | None,
+    negatives: int,
+    seed: int,
+) -> tuple[list[dict], list[dict]]:
+    """The blind multiple-choice test (paper A.8) for a chunk: per item, set and protocol one
+    prompt listing the shown options (no image); each option's score is its label's score as
+    the reply; the answer is the best option, judged under the same tie rule."""
+    asked: list[tuple[Item, str, str, list[int]]] = []
+    requests: list[ScoreRequest] = []
+    for item in chunk:
+        for set_name, set_negatives in item.sets.items():
+            for protocol, kept in _protocols(item, set_negatives):
+                shown = choice.draw_options(kept, negatives, seed, item.sample_id, set_name)
+                text = choice.prompt([item.candidates[i] for i in shown])
+                asked.append((item, set_name, protocol, shown))
+                requests += [ScoreRequest(None, choice.label(k), text) for k in range(len(shown))]
+    flat = get_scorer().score(requests, {}) if requests else []
+    score_rows: list[dict] = []
+    prediction_rows: list[dict] = []
+    offset = 0
+    for item, set_name, protocol, shown in asked:
+        values = flat[offset : offset + len(shown)]
+        offset += len(shown)
+        score_rows += [
+            {"model": model, "sample_id": item.sample_id, "candidate_index": c, "score": v,
+             "score_type": "choice", "set": set_name, "protocol": protocol, "option": k + 1}
+            for k, (c, v) in enumerate(zip(shown, values))
+        ]  # fmt: skip
+        by_candidate = [float("nan")] * len(item.candidates)  # judge reads the shown ones
+        for c, v in zip(shown, values):
+            by_candidate[c] = v
+        correct, tie, predicted, best = judge(by_candidate, [c for c in shown if c != 0])
+        prediction_rows.append(
+            {"model": model, "sample_id": item.sample_id, "family": item.family, "n": item.n,
+             "condition": item.condition, "set": set_name, "protocol": protocol,
+             "candidates": len(shown), "correct": correct, "tie": tie, "predicted": predicted,
+             "positive_score": by_candidate[0], "best_negative_score": best, "failed": False,
+             "reason": "", "truncated": False, "score_type": "choice",
+             "options": choice.options_text(shown)}
+        )  # fmt: skip
+    return score_rows, prediction_rows
+
+
+def _protocols(item: Item, negatives: list[int]) -> list[tuple[str, list[int]]]:
+    """(protocol, negatives kept): "paper" keeps all, "strict" drops the positive's own scene;
+    a protocol left without negatives is not asked."""
+    strict = [i for i in negatives if i not in item.same_scene]
+    return [(p, kept) for p, kept in (("paper", negatives), ("strict", strict)) if kept]
 
 
 def _truncated(scorer: Scorer, texts: list[str]) -> list[bool]:
@@ -488,16 +661,27 @@ def read_predictions(out: str | Path) -> pa.Table:
     if not parts:
         return PREDICTIONS_SCHEMA.empty_table()
     tables = [pq.read_table(p).replace_schema_metadata(None) for p in parts]
-    return pa.concat_tables(tables, promote_options="default")  # parts older than `truncated`
+    table = pa.concat_tables(tables, promote_options="default")  # parts older than `truncated`
+    return with_score_type(table)
+
+
+def with_score_type(table: pa.Table) -> pa.Table:
+    """`table` (predictions or summary) with a score_type column: tables written before it
+    existed, or rows without it, are the native "score"."""
+    if "score_type" not in table.column_names:
+        return table.append_column("score_type", pa.array(["score"] * table.num_rows, pa.string()))
+    index = table.column_names.index("score_type")
+    return table.set_column(index, "score_type", pc.fill_null(table["score_type"], "score"))
 
 
 def summarize(out: str | Path) -> pa.Table:
-    """Accuracy per model x family x N x condition x set x protocol, with the chance baseline."""
+    """Accuracy per model x family x N x condition x set x protocol x score type, with the
+    chance baseline."""
     table = read_predictions(out)
     table = table.append_column(
         "chance", pc.divide(1.0, pc.cast(table["candidates"], pa.float64()))
     )
-    keys = ["model", "family", "n", "condition", "set", "protocol"]
+    keys = ["model", "family", "n", "condition", "set", "protocol", "score_type"]
     grouped = table.group_by(keys).aggregate(
         [
             ("sample_id", "count"),
@@ -550,7 +734,7 @@ def collect_runs(folders: list[str | Path], out: str | Path) -> pa.Table:
     out.mkdir(parents=True, exist_ok=True)
     files = [Path(f) / "summary.parquet" for f in folders]
     tables = [pq.read_table(f) for f in files if f.is_file()]  # placeholders have none
-    tables = [t for t in tables if t.num_rows]
+    tables = [with_score_type(t) for t in tables if t.num_rows]
     table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     write_table(table, out / "summary.parquet", provenance("summary", runs=len(folders)))
     return table

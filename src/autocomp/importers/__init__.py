@@ -1,0 +1,47 @@
+"""Importers: benchmarks autocomp did not make, written as benchmark folders that `score` reads.
+
+Each format has one module with one function (source, out, images, config) -> report:
+
+    autocomp-release  the Auto-Comp public release (release.py): concepts mapped onto our
+                      vocabularies, candidate sets rebuilt by our negatives stage
+    sugarcrepe        SugarCrepe's JSON files with COCO images (sugarcrepe.py): 1-negative sets
+
+The folder is the layout of autocomp.store.publish (data/test-*.parquet with embedded images,
+README.md) plus import_report.json, written atomically (autocomp.importers.output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autocomp.config import ImportConfig
+from autocomp.errors import UsageError
+from autocomp.protocol.negatives import PROTOCOLS
+
+Importer = Callable[[str | Path, str | Path, str | Path | None, ImportConfig], dict[str, Any]]
+
+
+def formats() -> dict[str, Importer]:
+    """Format name -> importer."""
+    from autocomp.importers.release import import_release
+    from autocomp.importers.sugarcrepe import import_sugarcrepe
+
+    return {"autocomp-release": import_release, "sugarcrepe": import_sugarcrepe}
+
+
+def import_benchmark(
+    fmt: str,
+    source: str | Path,
+    out: str | Path,
+    images: str | Path | None = None,
+    config: ImportConfig = ImportConfig(),
+) -> dict[str, Any]:
+    """Import `source` in format `fmt` as the benchmark folder `out`; return the report."""
+    known = formats()
+    if fmt not in known:
+        raise UsageError("FORMAT", fmt, f"must be one of {', '.join(sorted(known))}")
+    if config.protocol not in PROTOCOLS:
+        raise UsageError("--protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
+    return known[fmt](source, out, images, config)

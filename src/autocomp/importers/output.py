@@ -1,0 +1,149 @@
+"""The benchmark folder an importer writes, built beside its final name and renamed into place.
+
+    data/test-IIIII-of-KKKKK.parquet  benchmark rows, images embedded ({bytes, path}), the
+                                      `datasets` features and the autocomp provenance in the
+                                      Parquet metadata (autocomp.store.publish.write_part)
+    README.md                         the dataset card (autocomp.store.publish.dataset_card)
+    import_report.json                what was read, mapped, normalised, dropped and why
+
+The folder is assembled in a hidden sibling (`.NAME.tmp-PID`, which a later run sweeps away if
+this one is killed) and renamed to NAME only when complete: NAME is never half-written. With
+`force`, an existing NAME is replaced by the same rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from autocomp.errors import UsageError
+from autocomp.store.paths import OutsideRoot, resolve_inside
+from autocomp.store.publish import (
+    IMAGE_TYPE,
+    ROWS_PER_SHARD,
+    dataset_card,
+    shard_count,
+    write_part,
+)
+from autocomp.store.tables import check_writable, sweep_stale, with_metadata
+
+REPORT = "import_report.json"
+
+
+class MissingImage(Exception):
+    """An image a row names is not there (the importer stops, or drops the row if asked)."""
+
+
+def check_out(out: str | Path, force: bool) -> Path:
+    """The output folder's path, checked before any work: its parent exists and takes files,
+    and it does not exist yet (unless `force`)."""
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise UsageError("--out", str(out), f"folder {out.parent} does not exist; create it first")
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder path for the benchmark")
+    if out.exists() and not force:
+        raise UsageError(
+            "--out", str(out), "exists; choose a new folder, or pass --force to replace it"
+        )
+    check_writable(out.parent, "--out", out)
+    sweep_stale(out.parent)
+    return out
+
+
+@contextlib.contextmanager
+def building(out: Path) -> Iterator[Path]:
+    """Yield a temporary folder beside `out`; on success it replaces `out`, on failure it goes."""
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    old = out.with_name(f".{out.name}-replaced.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def read_image(root: Path | None, ref: str, option: str = "--images") -> bytes:
+    """The bytes of image `ref` under `root`; MissingImage if it is not there, UsageError if the
+    reference leaves the root or the file is not an image."""
+    if root is None:
+        raise UsageError(option, None, f"image {ref!r} is a file name: give its folder")
+    try:
+        path = resolve_inside(root, ref)
+    except OutsideRoot as exc:
+        raise UsageError(option, ref, f"refused: {exc}; fix the source") from None
+    if not path.is_file():
+        raise MissingImage(str(path))
+    data = path.read_bytes()
+    check_image(data, str(path))
+    return data
+
+
+def check_image(data: bytes, name: str) -> None:
+    """`data` decodes as an image (PIL's header and structure check), else UsageError."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise UsageError("image", name, f"is not a readable image ({exc})") from None
+
+
+def image_column(values: list[dict[str, Any]]) -> pa.Array:
+    return pa.array(values, IMAGE_TYPE)
+
+
+def write_parts(
+    tables: Iterable[pa.Table],
+    folder: Path,
+    rows: int,
+    document: dict,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Write `rows` rows, given as consecutive tables, as data/test-*.parquet parts of
+    ROWS_PER_SHARD rows, each with the provenance `document`."""
+    shards = shard_count(rows)
+    pending: list[pa.Table] = []
+    held = written = 0
+    for table in tables:
+        pending.append(table)
+        held += table.num_rows
+        if progress:
+            progress(table.num_rows)
+        while held >= ROWS_PER_SHARD or (held and written + held == rows):
+            merged = pa.concat_tables(pending)
+            part, rest = merged.slice(0, ROWS_PER_SHARD), merged.slice(ROWS_PER_SHARD)
+            part = part.replace_schema_metadata(with_metadata(part.schema, document).metadata)
+            write_part(part, folder, written // ROWS_PER_SHARD, shards)
+            written += part.num_rows
+            pending, held = ([rest] if rest.num_rows else []), rest.num_rows
+    if written != rows:
+        raise AssertionError(f"wrote {written} rows of {rows}")
+
+
+def finish(
+    folder: Path,
+    name: str,
+    keys: pa.Table,
+    document: dict,
+    about: str,
+    report: dict[str, Any],
+) -> None:
+    """The dataset card (from the family, n and condition of every row) and the report."""
+    (folder / "README.md").write_text(dataset_card(name, keys, None, document, about))
+    (folder / REPORT).write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")

@@ -1,0 +1,189 @@
+"""Import SugarCrepe: COCO images, a positive caption and one hard negative per item.
+
+The source is one SugarCrepe JSON file or a folder of them, one per category (replace_obj.json,
+replace_att.json, replace_rel.json, swap_obj.json, swap_att.json, add_obj.json, add_att.json),
+each a JSON object: id -> {"filename": COCO file name, "caption": positive, "negative_caption":
+negative}. The images are the COCO val2017 files under --images; they are embedded, so the
+folder is self-contained (a missing file stops the import, naming it, unless --skip-missing
+drops and counts its items).
+
+Each item becomes one benchmark row scored as a 1-negative set:
+    family      "sugarcrepe-<category>" (the file name without .json)
+    n           0: SugarCrepe's captions have no fixed object count, and 0 keeps its rows apart
+                from every Auto-Comp N (N=1 is the sanity split, whose Swap/Confusion are empty)
+    condition   "contextual": a natural caption of a real scene (there is no Minimal pair;
+                `paired` is false)
+    caption     the positive; swap_negatives = confusion_negatives = [negative],
+                swap_in_confusion = [0], the same-scene flags false, the arrangements [-1] (no
+                Auto-Comp arrangement), the vary_* sets empty; chance 1/2.
+An item whose negative equals its positive cannot be won under the tie rule: it is dropped and
+counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from autocomp.config import ImportConfig
+from autocomp.errors import UsageError
+from autocomp.importers import output
+from autocomp.progress import row_progress
+from autocomp.store.paths import OutsideRoot, resolve_inside
+from autocomp.store.tables import BENCHMARK_FIELDS, provenance
+
+FORMAT = "sugarcrepe"
+KEYS = ("filename", "caption", "negative_caption")
+CATEGORY = re.compile(r"[A-Za-z0-9_]+")
+BATCH_ROWS = 64
+ABOUT = (
+    "Imported by autocomp from SugarCrepe (COCO val2017 images, one positive caption and one "
+    "hard negative per item), scored as a 1-negative set: family sugarcrepe-<category>, N = 0."
+)
+SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),
+        ("paired", pa.bool_()),
+        ("category", pa.string()),
+        ("item_id", pa.string()),
+        ("filename", pa.string()),
+        ("negative_caption", pa.string()),
+        *BENCHMARK_FIELDS,
+    ]
+)
+
+
+def source_files(source: Path) -> list[Path]:
+    """The category files of a source (one .json file, or the .json files of a folder)."""
+    if not source.exists():
+        raise UsageError("--source", str(source), "no such file or folder")
+    files = sorted(source.glob("*.json")) if source.is_dir() else [source]
+    if not files:
+        raise UsageError("--source", str(source), "holds no .json files; give SugarCrepe's")
+    for file in files:
+        if not CATEGORY.fullmatch(file.stem):
+            raise UsageError(
+                "--source", str(file), "the category (file name) may hold letters, digits and _"
+            )
+    return files
+
+
+def read_items(file: Path) -> dict[str, dict[str, str]]:
+    """One category file, checked: an object of items with the three string fields."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError("--source", str(file), f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not data:
+        raise UsageError(
+            "--source", str(file), "must be a non-empty JSON object: id -> {filename, caption, "
+            "negative_caption}",
+        )  # fmt: skip
+    for key, item in data.items():
+        missing = [
+            k for k in KEYS if not isinstance(item, dict) or not isinstance(item.get(k), str)
+        ]
+        if missing:
+            raise UsageError(
+                "--source", f"{file.name} item {key}", f"needs string field(s) {', '.join(missing)}"
+            )
+    return data
+
+
+def row(category: str, key: str, item: dict[str, str], protocol: str) -> dict[str, Any]:
+    """The benchmark row of one item (without its image)."""
+    negative = item["negative_caption"]
+    return {
+        "sample_id": f"sugarcrepe-{category}/{key}", "family": f"sugarcrepe-{category}", "n": 0,
+        "condition": "contextual", "paired": False, "category": category, "item_id": str(key),
+        "filename": item["filename"], "negative_caption": negative, "caption": item["caption"],
+        "caption_rewritten": False, "protocol": protocol,
+        "swap_negatives": [negative], "swap_arrangements": [-1], "swap_same_scene": [False],
+        "swap_in_confusion": [0], "confusion_negatives": [negative],
+        "confusion_arrangements": [-1], "confusion_same_scene": [False],
+        "vary_attribute_negatives": [], "vary_object_negatives": [],
+        "swap_chance": 0.5, "confusion_chance": 0.5,
+        "vary_attribute_chance": None, "vary_object_chance": None,
+    }  # fmt: skip
+
+
+def _rows(
+    files: list[Path], root: Path, config: ImportConfig, dropped: Counter
+) -> list[dict[str, Any]]:
+    rows = []
+    for file in files:
+        category = file.stem
+        for key, item in read_items(file).items():
+            if item["negative_caption"].strip() == item["caption"].strip():
+                dropped[f"{category}: negative equals the positive"] += 1
+                continue
+            try:
+                path = resolve_inside(root, item["filename"])
+            except OutsideRoot as exc:
+                raise UsageError("--images", item["filename"], f"refused: {exc}") from None
+            if not path.is_file():
+                if not config.skip_missing:
+                    raise UsageError(
+                        "--images", str(path), f"is missing ({file.name} item {key}); give the "
+                        "COCO val2017 folder, or pass --skip-missing to drop and count such items",
+                    )  # fmt: skip
+                dropped[f"{category}: image missing"] += 1
+                continue
+            rows.append(row(category, key, item, config.protocol))
+    return rows
+
+
+def _tables(rows: list[dict[str, Any]], root: Path) -> Iterator[pa.Table]:
+    for start in range(0, len(rows), BATCH_ROWS):
+        chunk = rows[start : start + BATCH_ROWS]
+        images = [
+            {"bytes": output.read_image(root, r["filename"]), "path": r["filename"]} for r in chunk
+        ]
+        table = pa.Table.from_pylist(chunk, SCHEMA)
+        yield table.append_column("image", output.image_column(images))
+
+
+def import_sugarcrepe(
+    source: str | Path,
+    out: str | Path,
+    images: str | Path | None = None,
+    config: ImportConfig = ImportConfig(),
+) -> dict[str, Any]:
+    """`autocomp import sugarcrepe`: write the benchmark folder; return the report."""
+    out = output.check_out(out, config.force)
+    files = source_files(Path(source))
+    if images is None or not Path(images).is_dir():
+        raise UsageError("--images", images, "give the COCO val2017 folder SugarCrepe's items name")
+    root = Path(images)
+    dropped: Counter = Counter()
+    rows = _rows(files, root, config, dropped)
+    if not rows:
+        raise UsageError("--source", str(source), f"no item could be imported ({dict(dropped)})")
+    per_category = Counter(r["category"] for r in rows)
+    report = {
+        "format": FORMAT, "source": str(source), "files": [f.name for f in files],
+        "items": sum(per_category.values()) + sum(dropped.values()), "samples": len(rows),
+        "samples_by_category": dict(sorted(per_category.items())),
+        "samples_dropped": dict(dropped.most_common()),
+    }  # fmt: skip
+    document = provenance(
+        "benchmark", imported=FORMAT, source=Path(source).name, protocol=config.protocol,
+        report={k: report[k] for k in ("items", "samples", "samples_by_category")},
+    )  # fmt: skip
+    keys = pa.Table.from_pylist(
+        [{"family": r["family"], "n": r["n"], "condition": r["condition"]} for r in rows]
+    )
+    with output.building(out) as folder:
+        with row_progress("import: images", len(rows)) as advance:
+            output.write_parts(_tables(rows, root), folder, len(rows), document, advance)
+        output.finish(folder, out.name, keys, document, ABOUT, report)
+    return report

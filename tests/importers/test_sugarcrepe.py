@@ -1,0 +1,87 @@
+"""The SugarCrepe importer: one 1-negative row per item, images embedded, bad items refused."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from autocomp.config import ImportConfig
+from autocomp.errors import UsageError
+from autocomp.importers import import_benchmark
+from autocomp.store.tables import read_metadata
+
+from .conftest import SUGARCREPE
+
+
+def test_items_become_one_negative_rows(sugarcrepe, tmp_path):
+    source, images = sugarcrepe
+    report = import_benchmark("sugarcrepe", source, tmp_path / "out", images)
+    assert report["files"] == ["replace_att.json", "swap_obj.json"]
+    assert report["items"] == 4 and report["samples"] == 3
+    assert report["samples_by_category"] == {"replace_att": 2, "swap_obj": 1}
+    assert report["samples_dropped"] == {"replace_att: negative equals the positive": 1}
+    part = tmp_path / "out" / "data" / "test-00000-of-00001.parquet"
+    rows = pq.read_table(part).to_pylist()
+    assert [r["sample_id"] for r in rows] == [
+        "sugarcrepe-replace_att/0", "sugarcrepe-replace_att/1", "sugarcrepe-swap_obj/7",
+    ]  # fmt: skip
+    swap = rows[2]
+    item = SUGARCREPE["swap_obj"]["7"]
+    assert swap["family"] == "sugarcrepe-swap_obj" and swap["n"] == 0
+    assert swap["condition"] == "contextual" and swap["paired"] is False
+    assert swap["caption"] == item["caption"]
+    assert swap["swap_negatives"] == swap["confusion_negatives"] == [item["negative_caption"]]
+    assert swap["swap_in_confusion"] == [0]
+    assert swap["swap_same_scene"] == swap["confusion_same_scene"] == [False]
+    assert swap["vary_attribute_negatives"] == swap["vary_object_negatives"] == []
+    assert swap["swap_chance"] == swap["confusion_chance"] == 0.5
+    assert swap["image"] == {
+        "bytes": (images / item["filename"]).read_bytes(), "path": item["filename"]
+    }  # fmt: skip
+    meta = read_metadata(part)
+    assert meta["imported"] == "sugarcrepe" and meta["report"]["samples"] == 3
+    assert (
+        "| sugarcrepe-replace_att | 0 | contextual | 2 |"
+        in (tmp_path / "out" / "README.md").read_text()
+    )
+    assert json.loads((tmp_path / "out" / "import_report.json").read_text()) == report
+
+
+def test_one_category_file_is_a_source(sugarcrepe, tmp_path):
+    source, images = sugarcrepe
+    report = import_benchmark("sugarcrepe", source / "swap_obj.json", tmp_path / "out", images)
+    assert report["samples_by_category"] == {"swap_obj": 1}
+
+
+def test_a_missing_image_is_named_or_skipped_and_counted(sugarcrepe, tmp_path):
+    source, images = sugarcrepe
+    (images / "000000000285.jpg").unlink()
+    with pytest.raises(UsageError, match="000000000285.jpg.*--skip-missing"):
+        import_benchmark("sugarcrepe", source, tmp_path / "out", images)
+    assert not (tmp_path / "out").exists()
+    config = ImportConfig(skip_missing=True)
+    report = import_benchmark("sugarcrepe", source, tmp_path / "out", images, config)
+    assert report["samples"] == 2
+    assert report["samples_dropped"]["replace_att: image missing"] == 1
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"0": {"filename": "a.jpg", "caption": "x"}}', "negative_caption"),
+        (
+            '{"0": {"filename": "../../etc/passwd", "caption": "x", "negative_caption": "y"}}',
+            "refused",
+        ),
+    ],
+)
+def test_bad_files_are_refused(sugarcrepe, tmp_path, body, words):
+    source, images = sugarcrepe
+    (source / "bad.json").write_text(body)
+    with pytest.raises(UsageError, match=words):
+        import_benchmark("sugarcrepe", source / "bad.json", tmp_path / "out", images)
+    assert not (tmp_path / "out").exists()
