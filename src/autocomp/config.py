@@ -108,17 +108,25 @@ class ImportConfig:
 
 @dataclass(frozen=True)
 class ScoreConfig:
-    """`score`: one model on one benchmark table.
+    """`score`: models on one benchmark (a table, a folder of parts or a published name).
 
     `blind` (paper A.8, generative models only): "" scores each caption against its image;
     "likelihood" scores each caption's log-likelihood without the image (True, the old flag,
     means this); "choice" shows the positive and up to `choice_negatives` negatives of a set,
-    shuffled under `choice_seed`, in one prompt and reads which number the model answers."""
+    shuffled under `choice_seed`, in one prompt and reads which number the model answers.
+    `batch_size`: candidate texts per forward pass (open_clip: captions per text-encoder batch;
+    transformers: candidates per chunk after the shared prefix, halved on out-of-memory); None
+    keeps each backend's own default (open_clip: 256 on a CPU, sized to the free memory on a GPU;
+    transformers: 128). `limit`: score only the first N benchmark items (in table order); None
+    scores them all. `max_candidates`: candidates per written part (the resume granularity).
+    """
 
     images: str | None = None
     blind: str = ""
     device: str | None = None
     max_candidates: int = 4096
+    batch_size: int | None = None
+    limit: int | None = None
     choice_negatives: int = 49
     choice_seed: int = 0
 

@@ -19,7 +19,7 @@ def test_report_of_a_blind_run_from_concepts(tmp_path, capsys, mode):
         ["sample", "--family", "color", "--n", "2", "--count", "3", "--out", f"{tmp_path}/c.parquet"],
         ["negatives", "--input", f"{tmp_path}/c.parquet", "--out", f"{run}/benchmark.parquet"],
         ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", f"{run}/benchmark.parquet",
-         "--blind", *mode, "--out", f"{run}/results/tiny-qwen2.5-vl"],
+         "--blind", *mode, "--out", f"{run}/results"],  # results/<model>/
         ["report", "--run", str(run), "--out", f"{tmp_path}/report"],
     ]  # fmt: skip
     for argv in steps:

@@ -120,6 +120,7 @@ def d(tmp_path_factory) -> Path:
         (run / "human").mkdir()
         (run / "human" / "a.csv").write_bytes(body)
     (d / "registry.yaml").write_text("models: [\n  {name: x\n")
+    _score_inputs(d, with_images, keyed)
     import subprocess
     import sys
 
@@ -128,7 +129,45 @@ def d(tmp_path_factory) -> Path:
     return d
 
 
+def _score_inputs(d: Path, with_images: pa.Table, keyed: pa.Table) -> None:
+    """`score` inputs: a folder of mixed parts, a store, a scored folder, model folders."""
+    import json
+
+    from autocomp.scoring.registry import get_model
+    from autocomp.store.publish import publish_stage
+    from autocomp.store.storage import file_sha256
+
+    (d / "mixed").mkdir()
+    pq.write_table(with_images, d / "mixed" / "a.parquet")
+    pq.write_table(with_images.drop_columns(["image"]), d / "mixed" / "b.parquet")
+    pq.write_table(keyed, d / "keyed.parquet")
+    publish_stage(d / "keyed.parquet", d / "images", d / "published", str(d / "store"), "run-1")
+    record = {"model": "tiny-clip", "entry": get_model("tiny-clip").record(), "blind": False,
+              "benchmark_sha": file_sha256(d / "bench_images.parquet"), "limit": 3}  # fmt: skip
+    (d / "scored" / "tiny-clip").mkdir(parents=True)
+    (d / "scored" / "tiny-clip" / "run.json").write_text(json.dumps(record))
+    vlm = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+           "vision_config": {}}  # fmt: skip
+    (d / "vlm").mkdir()
+    (d / "vlm" / "config.json").write_text(json.dumps(vlm))
+    other = {**record, "model": "hf-vlm", "limit": None,
+             "entry": {"name": "hf-vlm", "weights": "/elsewhere/vlm", "spec": "hf:/elsewhere/vlm"}}  # fmt: skip
+    (d / "scored" / "hf-vlm").mkdir()
+    (d / "scored" / "hf-vlm" / "run.json").write_text(json.dumps(other))
+    (d / "oldrun").mkdir()
+    (d / "oldrun" / "run.json").write_text(json.dumps(record))
+    configs = {
+        "hf_clip": ("config.json", {"architectures": ["CLIPModel"], "model_type": "clip"}),
+        "hf_llm": ("config.json", {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}),
+        "oc_noweights": ("open_clip_config.json", {"model_cfg": {"embed_dim": 8}}),
+    }
+    for folder, (name, config) in configs.items():
+        (d / folder).mkdir()
+        (d / folder / name).write_text(json.dumps(config))
+
+
 V = "{d}"
+S = ["score", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images"]
 CASES: list[tuple[str, list[str], list[str]]] = [
     # ------------------------------------------------------------------ families / models
     ("families-extra", ["families", "--bogus"], ["--bogus"]),
@@ -244,6 +283,35 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("score-out-file", ["score", "--model", "tiny-clip", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--out", V + "/a_file"], ["--out", "a_file"]),
     ("score-out-unwritable", ["score", "--model", "tiny-clip", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--out", "/sys/autocomp-s"], ["/sys/autocomp-s"]),
     ("score-no-model", ["score", "--benchmark", V + "/bench_images.parquet", "--out", "{out}"], ["--model"]),
+    ("score-limit-zero", [*S, "--model", "tiny-clip", "--limit", "0", "--out", "{out}"], ["--limit", "0", "at least 1"]),
+    ("score-limit-negative", [*S, "--model", "tiny-clip", "--limit", "-5", "--out", "{out}"], ["--limit", "-5"]),
+    ("score-limit-text", [*S, "--model", "tiny-clip", "--limit", "many", "--out", "{out}"], ["--limit", "many"]),
+    ("score-limit-lowered", [*S, "--model", "tiny-clip", "--limit", "2", "--out", V + "/scored"], ["--limit", "first 3 items", "--limit 3"]),
+    ("score-out-other-weights", [*S, "--model", "hf:" + V + "/vlm", "--out", V + "/scored"], ["--out", "hf-vlm", "another model"]),
+    ("score-batch-zero", [*S, "--model", "tiny-clip", "--batch-size", "0", "--out", "{out}"], ["--batch-size", "at least 1"]),
+    ("score-batch-text", [*S, "--model", "tiny-clip", "--batch-size", "big", "--out", "{out}"], ["--batch-size", "big"]),
+    ("score-models-dup", [*S, "--model", "tiny-clip,tiny-siglip", "--model", "tiny-clip", "--out", "{out}"], ["--model", "same folder"]),
+    ("score-models-third-typo", [*S, "--model", "tiny-clip", "--model", "tiny-siglip,clip-vit-z", "--out", "{out}"], ["--model", "clip-vit-z"]),
+    ("score-models-empty", [*S, "--model", ",", "--out", "{out}"], ["--model", "at least one"]),
+    ("score-openclip-syntax", [*S, "--model", "open_clip:ViT-B-32", "--out", "{out}"], ["--model", "open_clip:ARCH:PRETRAINED"]),
+    ("score-openclip-arch", [*S, "--model", "tiny-clip,open_clip:ViT-B-3:openai", "--out", "{out}"], ["ViT-B-3", "closest", "ViT-B-32"]),
+    ("score-openclip-tag", [*S, "--model", "open_clip:ViT-B-32:laion2b_xx", "--out", "{out}"], ["laion2b_xx", "laion2b_s34b_b79k", "file:"]),
+    ("score-openclip-file", [*S, "--model", "open_clip:ViT-B-32:file:" + V + "/none.pt", "--out", "{out}"], ["none.pt", "not found"]),
+    ("score-openclip-noweights", [*S, "--model", "open_clip:local-dir:" + V + "/oc_noweights", "--out", "{out}"], ["oc_noweights", "holds no weights"]),
+    ("score-openclip-noconfig", [*S, "--model", "open_clip:local-dir:" + V + "/empty_dir", "--out", "{out}"], ["empty_dir", "open_clip_config.json"]),
+    ("score-hf-missing", [*S, "--model", "hf:" + V + "/nowhere", "--out", "{out}"], ["--model", "no such folder"]),
+    ("score-hf-noconfig", [*S, "--model", "hf:" + V + "/empty_dir", "--out", "{out}"], ["empty_dir", "neither config.json"]),
+    ("score-hf-clip", [*S, "--model", "hf:" + V + "/hf_clip", "--out", "{out}"], ["hf_clip", "CLIPModel", "open_clip:ARCH:PRETRAINED"]),
+    ("score-hf-text-lm", [*S, "--model", "hf:" + V + "/hf_llm", "--out", "{out}"], ["hf_llm", "not a vision-language model"]),
+    ("score-hf-bad-id", [*S, "--model", "hf:not-an-id", "--out", "{out}"], ["not-an-id", "ORG/NAME"]),
+    ("score-blind-mixed", ["score", "--model", "tiny-qwen2.5-vl,tiny-clip", "--benchmark", V + "/bench.parquet", "--blind", "--out", "{out}"], ["--blind", "tiny-clip"]),
+    ("score-bench-empty-folder", ["score", "--model", "tiny-clip", "--benchmark", V + "/empty_dir", "--out", "{out}"], ["--benchmark", "empty_dir", "without Parquet parts"]),
+    ("score-bench-mixed", ["score", "--model", "tiny-clip", "--benchmark", V + "/mixed", "--images", V + "/images", "--out", "{out}"], ["--benchmark", "mixes schemas", "image"]),
+    ("score-bench-name-no-store", ["score", "--model", "tiny-clip", "--benchmark", "run-1", "--out", "{out}"], ["--benchmark", "run-1", "--store"]),
+    ("score-bench-name-unknown", ["score", "--model", "tiny-clip", "--benchmark", "run-9", "--store", V + "/store", "--out", "{out}"], ["--benchmark", "run-9", "published: run-1"]),
+    ("score-bench-name-bad", ["score", "--model", "tiny-clip", "--benchmark", "../run-1", "--store", V + "/store", "--out", "{out}"], ["--benchmark", "not a benchmark name"]),
+    ("score-store-scheme", ["score", "--model", "tiny-clip", "--benchmark", "run-1", "--store", "ftp://host/x", "--out", "{out}"], ["--store", "ftp://host/x"]),
+    ("score-out-old-layout", [*S, "--model", "tiny-clip", "--out", V + "/oldrun"], ["--out", "oldrun", "earlier autocomp"]),
     ("score-remote-code", ["score", "--model", "clip-vit-z", "--benchmark", V + "/none.parquet", "--out", "{out}"], ["--model"]),
     ("score-blind-mode", ["score", "--model", "tiny-qwen2.5-vl", "--benchmark", V + "/bench.parquet", "--blind", "maybe", "--out", "{out}"], ["--blind", "maybe", "likelihood", "choice"]),
     ("score-choice-contrastive", ["score", "--model", "tiny-clip", "--benchmark", V + "/bench.parquet", "--blind", "choice", "--out", "{out}"], ["--blind", "tiny-clip"]),

@@ -118,14 +118,14 @@ def test_score_killed_then_resumed_gives_the_same_results(big_benchmark, tmp_pat
     out = tmp_path / "run"
     _kill_when(
         _cli("score", *args, "--out", str(out)),
-        lambda: len(list((out / "predictions").glob("part-*.parquet"))) >= 1,
+        lambda: len(list((out / "tiny-clip" / "predictions").glob("part-*.parquet"))) >= 1,
         sig,
     )
     subprocess.run(_cli("score", *args, "--out", str(out)), env=_env(), check=True)
     assert _hidden(out) == []
     keys = [("sample_id", "ascending"), ("set", "ascending"), ("protocol", "ascending")]
-    done = pq.read_table(out / "predictions").sort_by(keys)
-    ref = pq.read_table(tmp_path / "ref" / "predictions").sort_by(keys)
+    done = pq.read_table(out / "tiny-clip" / "predictions").sort_by(keys)  # <out>/<model>/
+    ref = pq.read_table(tmp_path / "ref" / "tiny-clip" / "predictions").sort_by(keys)
     # the resumed run scores the rest in other batches, so scores agree to float rounding (the
     # batch composition of a matmul); every decision that is not a near-tie is the same
     a, b = done.to_pylist(), ref.to_pylist()

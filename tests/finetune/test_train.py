@@ -204,7 +204,7 @@ def test_cli_finetune_score_and_report(color_bench, tmp_path, capsys, monkeypatc
             )
             == 0
         )
-    a = pq.read_table(tmp_path / "s-name" / "scores").sort_by("sample_id")
+    a = pq.read_table(tmp_path / "s-name" / name / "scores").sort_by("sample_id")
     b = pq.read_table(tmp_path / "s0" / "scores").sort_by("sample_id")
     assert a["score"].equals(b["score"])
     assert (

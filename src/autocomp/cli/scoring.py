@@ -1,10 +1,21 @@
-"""Verbs that evaluate models: models (the registry), score (one model on one benchmark)."""
+"""Verbs that evaluate models: models (the registry), score (models on one benchmark)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autocomp.cli.table import format_table
+from autocomp.config import ScoreConfig
+from autocomp.errors import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from autocomp.scoring.benchmark import Benchmark
+    from autocomp.scoring.registry import ModelEntry
 
 
 def _models(args: argparse.Namespace) -> None:
@@ -26,63 +37,110 @@ def _models(args: argparse.Namespace) -> None:
     print(format_table(headers, rows))
 
 
+def _check_out(out: Path) -> None:
+    """The output folder can hold model folders (checked before anything is loaded)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", str(out), "is a file; give a folder for the run")
+    if not out.parent.is_dir():
+        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+    if (out / "run.json").is_file():
+        raise UsageError(
+            "--out",
+            str(out),
+            "holds a one-model run of an earlier autocomp (run.json at its top); each model now "
+            "has its folder <out>/<model>/: move the run's files into it to resume, or give a "
+            "new --out",
+        )
+
+
 def _score(args: argparse.Namespace) -> None:
-    from autocomp.config import ScoreConfig
+    from autocomp.devices import check_device
+    from autocomp.scoring.benchmark import check_source, resolve_benchmark
+    from autocomp.scoring.specs import parse_specs, resolve_spec
+    from autocomp.scoring.stage import check_benchmark, check_config, check_mode
+
+    config = ScoreConfig(
+        images=args.images,
+        blind=args.blind,
+        device=args.device,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        **_choice(args),
+    )
+    check_config(config)
+    specs = parse_specs(args.model)  # every value's syntax and registered names: fast
+    out = Path(args.out)
+    _check_out(out)
+    check_source(args.benchmark, args.store)
+    if config.images is not None and not Path(config.images).is_dir():
+        raise UsageError("--images", config.images, "is not a folder; give the images folder")
+    entries = [resolve_spec(spec) for spec in specs]  # every model, before any is loaded
+    for entry in entries:
+        check_mode(entry, config)
+    check_device(config.device)
+    created = not out.exists()
+    try:
+        out.mkdir(exist_ok=True)
+        benchmark = resolve_benchmark(args.benchmark, args.store, out)
+        check_benchmark(benchmark, config)
+        summary = _score_all(entries, benchmark, out, config)
+    except BaseException:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # a call that failed before its first result leaves nothing
+        raise
+    _print_summary(summary, [e.name for e in entries])
+    print(
+        f"paper protocol shown; every protocol in {out / 'summary.parquet'}; scores, predictions "
+        f"and run.json per model in {out}/<model>/"
+    )
+
+
+def _score_all(
+    entries: list[ModelEntry], benchmark: Benchmark, out: Path, config: ScoreConfig
+) -> pa.Table:
+    """Score each model into <out>/<model>/, one after another; write the combined summary."""
     from autocomp.progress import row_progress
     from autocomp.scoring import load_scorer
-    from autocomp.scoring.registry import get_model
-    from autocomp.scoring.stage import score_stage
-    from autocomp.store.tables import open_parquet
+    from autocomp.scoring.stage import collect_runs, score_stage
 
-    entry = get_model(args.model)
-    config = ScoreConfig(images=args.images, blind=args.blind, device=args.device, **_choice(args))
-    total = open_parquet(args.benchmark, "--benchmark").metadata.num_rows
-    with row_progress(f"score {entry.name}", total) as advance:
-        summary = score_stage(
-            entry,
-            args.benchmark,
-            args.out,
-            lambda: load_scorer(entry.name, device=config.device),
-            config,
-            progress=advance,
-        )
-    rows = [
+    total = min(config.limit or benchmark.rows, benchmark.rows)
+    for i, entry in enumerate(entries, 1):
+        label = f"score {entry.name}" + (f" ({i}/{len(entries)})" if len(entries) > 1 else "")
+        factory = functools.partial(load_scorer, entry, config.device, config.batch_size)
+        with row_progress(label, total) as advance:
+            score_stage(entry, benchmark, out / entry.name, factory, config, progress=advance)
+    return collect_runs([out / e.name for e in entries], out)
+
+
+def _print_summary(summary: pa.Table, order: list[str]) -> None:
+    """One table: model x family x N x condition x set (x score type), paper protocol."""
+    rank = {name: i for i, name in enumerate(order)}
+    rows = [r for r in summary.to_pylist() if r["protocol"] == "paper"]
+    types = {"score": 0, "per_token": 1, "choice": 2}
+    rows.sort(key=lambda r: (rank.get(r["model"], len(rank)), r["family"], r["n"],
+                             r["condition"], r["set"], types.get(r["score_type"], 3)))  # fmt: skip
+    table = [
         [
+            r["model"],
             r["family"],
             str(r["n"]),
             r["condition"],
             r["set"],
-            r["protocol"],
             r["score_type"],
             str(r["items"]),
             f"{100 * r['accuracy']:.1f}",
             f"{100 * r['chance']:.2f}",
             str(r["failed"]),
-            str(r["ties"]),
         ]
-        for r in summary.to_pylist()
+        for r in rows
     ]
-    headers = [
-        "family",
-        "N",
-        "condition",
-        "set",
-        "protocol",
-        "score",
-        "items",
-        "acc %",
-        "chance %",
-        "failed",
-        "ties",
-    ]
-    print(format_table(headers, rows))
-    print(f"scores, predictions and summary in {args.out}")
+    headers = ["model", "family", "N", "condition", "set", "score", "items", "acc %", "chance %",
+               "failed"]  # fmt: skip
+    print(format_table(headers, table))
 
 
 def _choice(args: argparse.Namespace) -> dict[str, int]:
     """The --blind choice settings given (each only with --blind choice)."""
-    from autocomp.errors import UsageError
-
     given = {
         "choice_negatives": (args.choice_negatives, "--choice-negatives"),
         "choice_seed": (args.choice_seed, "--choice-seed"),
@@ -99,22 +157,34 @@ def _choice(args: argparse.Namespace) -> dict[str, int]:
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
     """Register the scoring verbs."""
-    from autocomp.config import ScoreConfig
-
     defaults = ScoreConfig()
     p = verbs.add_parser("models", help="list the registered models with backend and resources")
     p.set_defaults(run=_models)
 
     p = verbs.add_parser(
         "score",
-        help="score one model on one benchmark table",
-        description="Score one registered model on one benchmark. No profile: the model is "
-        "named with --model (a tiny-* model for random weights on a CPU) and its settings "
-        "come from the model registry.",
+        help="score models on one benchmark (each into <out>/<model>/)",
+        description="Score models on one benchmark, one after another, each into "
+        "<out>/<model>/. No profile: models are named with --model (a tiny-* model for random "
+        "weights on a CPU); registered ones take their settings from the model registry, "
+        "ad-hoc ones (open_clip:, hf:) from open_clip's tables or the model's own config.",
     )
-    p.add_argument("--model", required=True, help="registered model name (see `autocomp models`)")
-    p.add_argument("--benchmark", required=True, help="benchmark table (autocomp negatives)")
-    p.add_argument("--out", required=True, help="output folder (resumable)")
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        help="repeatable or comma list: a registered name (`autocomp models`), "
+        "open_clip:ARCH:PRETRAINED (a tag of open_clip.list_pretrained() or file:/path), "
+        "open_clip:hf-hub:ORG/NAME, or hf:ORG/NAME / hf:/path (backend from its config)",
+    )
+    p.add_argument(
+        "--benchmark",
+        required=True,
+        help="a benchmark table, a folder of Parquet parts (data/*.parquet as published, or "
+        "*.parquet), or with --store a published name",
+    )
+    p.add_argument("--store", default=None, help="store of a published --benchmark name")
+    p.add_argument("--out", required=True, help="output folder: <out>/<model>/ each (resumable)")
     p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
     p.add_argument(
@@ -140,5 +210,14 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         default=None,
         help=f"--blind choice: seed of the subsample and order of the options "
         f"(default {defaults.choice_seed})",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="score only the first N items (in table order)"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=defaults.batch_size,
+        help="candidate texts per forward pass (default: the backend's own)",
     )
     p.set_defaults(run=_score)

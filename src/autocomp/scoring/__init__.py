@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from autocomp.scoring.registry import ModelEntry
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,18 @@ class Scorer(Protocol):
         ...
 
 
-def load_scorer(name: str, device: str | None = None, **options: Any) -> Scorer:
-    """The scorer of a registered model (weights loaded through the backend's own loader)."""
-    from autocomp.scoring.registry import backend_class, get_model
+def load_scorer(
+    model: str | ModelEntry,
+    device: str | None = None,
+    batch_size: int | None = None,
+    **options: Any,
+) -> Scorer:
+    """The scorer of a model (a registered name, or an entry such as an ad-hoc one from
+    autocomp.scoring.specs), weights loaded through the backend's own loader; `batch_size`:
+    candidate texts per forward pass (None: the backend's default)."""
+    from autocomp.scoring.registry import BATCH_OPTION, ModelEntry, backend_class, get_model
 
-    entry = get_model(name)
+    entry = model if isinstance(model, ModelEntry) else get_model(model)
+    if batch_size is not None:
+        options[BATCH_OPTION[entry.backend]] = batch_size
     return backend_class(entry)(entry, device=device, **options)

@@ -38,8 +38,14 @@ TOKEN_CACHE_LIMIT = 1_000_000  # captions kept per tokenizer before the cache st
 _TOKEN_CACHE: dict[str, dict[str, tuple[Any, bool]]] = {}
 
 
-def resolve_weights(entry: ModelEntry) -> str:
-    """What to pass to open_clip as `pretrained`."""
+SCHEMAS = ("hf-hub:", "local-dir:")  # open_clip architectures that carry their own weights
+
+
+def resolve_weights(entry: ModelEntry) -> str | None:
+    """What to pass to open_clip as `pretrained` (None: the architecture names its weights,
+    `hf-hub:ORG/NAME` or `local-dir:/path`)."""
+    if (entry.architecture or "").startswith(SCHEMAS):
+        return None
     if entry.is_tiny:
         from autocomp.tiny.scoring import ensure_open_clip_weights
 
@@ -100,7 +106,12 @@ class OpenClipScorer:
     """Scores (image, caption) pairs with an open_clip model."""
 
     def __init__(
-        self, entry: ModelEntry, device: str | None = None, batch_size: int = 256, **_: Any
+        self,
+        entry: ModelEntry,
+        device: str | None = None,
+        batch_size: int = 256,
+        text_batch: int | None = None,
+        **_: Any,
     ) -> None:
         import open_clip
 
@@ -131,7 +142,9 @@ class OpenClipScorer:
         self.trim = _trimmable(self.model)
         self.tokens = _TOKEN_CACHE.setdefault(tokenizer_key(entry.architecture), {})
         width = int(getattr(self.model, "transformer", self.model).width) if self.trim else 1024
-        self.text_batch = text_batch_size(self.device, width, self.context, batch_size)
+        self.text_batch = text_batch or text_batch_size(
+            self.device, width, self.context, batch_size
+        )
         self.calls = {
             "image_encodes": 0, "text_encodes": 0, "image_batches": 0, "text_batches": 0,
             "text_positions": 0,
@@ -230,6 +243,115 @@ class OpenClipScorer:
             bias = self.model.logit_bias.float().cpu()
             cos = scale * cos + bias
         return cos.tolist()
+
+
+# ----------------------------------------------------------------------------- ad-hoc models
+
+
+def _model_config(architecture: str, shown: str) -> dict[str, Any]:
+    import open_clip
+
+    from autocomp.tiny.scoring import register_open_clip_configs
+
+    register_open_clip_configs()
+    config = open_clip.get_model_config(architecture)
+    if config is None:
+        import difflib
+
+        close = difflib.get_close_matches(architecture, open_clip.list_models(), n=3, cutoff=0.5)
+        hint = f"closest: {', '.join(close)}; " if close else ""
+        raise UsageError(
+            "--model",
+            shown,
+            f"unknown open_clip architecture {architecture}; {hint}open_clip.list_models() "
+            "lists all (or give hf-hub:ORG/NAME)",
+        )
+    return config
+
+
+def _checkpoint(pretrained: str, shown: str) -> str | None:
+    """The absolute `file:` form of a checkpoint path (file:PATH or PATH; a relative file:NAME
+    is looked up in AUTOCOMP_WEIGHTS_DIR as in the registry), or None if it names no file."""
+    is_file_form = pretrained.startswith("file:")
+    raw = pretrained.removeprefix("file:")
+    base = Path(os.environ.get(WEIGHTS_DIR_ENV, ".")) if is_file_form else Path(".")
+    path = (base / raw).resolve()
+    if path.is_file():
+        return f"file:{path}"
+    if is_file_form:
+        raise UsageError(
+            "--model", shown, f"checkpoint {path} not found; give file:/path/to/checkpoint"
+        )
+    return None
+
+
+def open_clip_details(
+    architecture: str, pretrained: str | None, shown: str, config: dict | None = None
+) -> dict[str, Any]:
+    """Registry fields of an open_clip model that is not registered, from open_clip's own
+    tables: `weights`, `score` (sigmoid when the model config has a logit bias: SigLIP; cosine
+    otherwise) and `preprocess` (the pretrained tag's, or the exported open_clip_config.json's
+    `preprocess_cfg`, over open_clip's defaults). An unknown architecture or tag is a usage
+    error with the choices, before anything is loaded. `config`: the open_clip_config.json of
+    an `hf-hub:` / `local-dir:` architecture, already read."""
+    import open_clip
+    from open_clip.transform import PreprocessCfg
+
+    preprocess = dict(vars(PreprocessCfg()))
+    if architecture.startswith(SCHEMAS):
+        config = config or {}
+        model_cfg = config.get("model_cfg")
+        if not isinstance(model_cfg, dict):
+            raise UsageError("--model", shown, "its open_clip_config.json has no model_cfg")
+        preprocess.update(config.get("preprocess_cfg") or {})
+        weights = architecture
+        quick_gelu = bool(model_cfg.get("quick_gelu"))
+    else:
+        model_cfg = _model_config(architecture, shown)
+        tags = open_clip.list_pretrained_tags_by_model(architecture)
+        weights = _checkpoint(pretrained or "", shown) if pretrained not in tags else None
+        if pretrained in tags:
+            tag = open_clip.get_pretrained_cfg(architecture, pretrained)
+            preprocess.update({k: v for k, v in tag.items() if k in preprocess})
+            weights = str(pretrained)
+            quick_gelu = bool(tag.get("quick_gelu") or model_cfg.get("quick_gelu"))
+        elif weights is None:
+            listed = ", ".join(tags[:8]) + (f" and {len(tags) - 8} more" if len(tags) > 8 else "")
+            listed = listed or "none"
+            raise UsageError(
+                "--model",
+                shown,
+                f"unknown pretrained weights {pretrained!r} for {architecture} (its tags in "
+                f"open_clip.list_pretrained(): {listed}); or give file:/path/to/checkpoint",
+            )
+        else:
+            quick_gelu = bool(model_cfg.get("quick_gelu"))
+    size = (model_cfg.get("vision_cfg") or {}).get("image_size", preprocess["size"])
+    sigmoid = "init_logit_bias" in model_cfg or "logit_bias" in model_cfg
+    return {
+        "weights": weights,
+        "score": "sigmoid" if sigmoid else "cosine",
+        "preprocess": {
+            "resolution": size if isinstance(size, int) else list(size),
+            "mean": [float(v) for v in preprocess["mean"]],
+            "std": [float(v) for v in preprocess["std"]],
+            "interpolation": str(preprocess["interpolation"]),
+            "resize_mode": str(preprocess["resize_mode"]),
+            "quick_gelu": quick_gelu,
+        },
+    }
+
+
+def open_clip_pair_for_hub(repo_id: str) -> tuple[str, str] | None:
+    """The (architecture, tag) of open_clip's pretrained table whose weights live in the hub
+    repository `repo_id`, if any."""
+    import open_clip
+
+    for architecture, tag in open_clip.list_pretrained():
+        hub = open_clip.get_pretrained_cfg(architecture, tag).get("hf_hub", "")
+        if hub.strip("/") == repo_id:
+            return architecture, tag
+    return None
 
 
 def _trimmable(model: Any) -> bool:

@@ -295,3 +295,13 @@ def _cut_back(cache: Any, length: int) -> None:
         extra = layer.get_seq_length() - length
         if extra > 0:
             layer.crop(-extra)
+
+
+def has_model_class(name: str) -> bool:
+    """Whether transformers has the model class `name` (an ad-hoc model's architecture)."""
+    import transformers
+
+    try:
+        return isinstance(getattr(transformers, name), type)
+    except (AttributeError, ImportError, RuntimeError):
+        return False

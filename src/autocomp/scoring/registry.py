@@ -24,6 +24,8 @@ BACKENDS: dict[str, str] = {
     "open_clip": "autocomp.scoring.contrastive:OpenClipScorer",
     "transformers_vlm": "autocomp.scoring.generative:VlmScorer",
 }
+# the backend keyword that sets how many candidate texts run per forward pass (--batch-size)
+BATCH_OPTION = {"open_clip": "text_batch", "transformers_vlm": "chunk_size"}
 SCORES = {"open_clip": ("cosine", "sigmoid"), "transformers_vlm": ("loglik",)}
 _COMMON = {
     "name",

@@ -1,10 +1,15 @@
-"""The score stage: one model x one benchmark table -> scores, predictions and accuracy.
+"""The score stage: one model x one benchmark -> scores, predictions and accuracy.
+
+The benchmark is a table, a folder of Parquet parts or an opened `Benchmark`
+(autocomp.scoring.benchmark); `ScoreConfig.limit` scores only its first N items in table order.
 
 Per benchmark row the candidates are the positive (index 0), the Confusion negatives (1..C; every
 Swap negative is one of them, found through `swap_in_confusion`) and, at N=1, the sanity sets.
-Each distinct (image, caption) is scored once. Outputs, in the --out folder:
+Each distinct (image, caption) is scored once. Outputs, in the run folder (`autocomp score`:
+<out>/<model>/):
 
-    run.json                  model entry, benchmark, mode, versions (a resumed run must match)
+    run.json                  model entry, benchmark (source, digest), mode, limit, versions (a
+                              resumed run must match it)
     scores/part-NNNNN.parquet model, sample_id, candidate_index, score, tokens (schema below)
     predictions/part-*.parquet one row per sample x set x protocol x score type (schema below)
     summary.parquet           accuracy per family x N x condition x set x protocol x score type,
@@ -33,7 +38,9 @@ with the reason; they stay in the denominator as errors and are counted in `fail
 Resume: items whose predictions already exist in the folder are not scored again; parts are
 written atomically, so a killed run resumes at the first unfinished part. A folder written before
 score types (run.json without "format") is upgraded in place when it is contrastive (its scores
-are complete) and refused when it is generative (no token counts for the per-token score).
+are complete) and refused when it is generative (no token counts for the per-token score). A
+resumed run may raise or drop its limit (the first items are scored already; only the rest is
+scored), never lower it (the summary would then count items outside the limit).
 """
 
 from __future__ import annotations
@@ -55,14 +62,12 @@ from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
 from autocomp.errors import UsageError
 from autocomp.scoring import Scorer, ScoreRequest, choice
+from autocomp.scoring.benchmark import Benchmark, open_benchmark
 from autocomp.scoring.registry import ModelEntry
 from autocomp.store.paths import resolve_inside
-from autocomp.store.storage import file_sha256
 from autocomp.store.tables import (
-    open_parquet,
     provenance,
     read_metadata,
-    read_rows,
     require_columns,
     sweep_stale,
     with_sample_keys,
@@ -247,11 +252,14 @@ def _chunks(items: Iterable[Item], max_candidates: int) -> Iterator[list[Item]]:
         yield chunk
 
 
-def _stream_items(source: pq.ParquetFile, batch_size: int = 512) -> Iterator[Item]:
-    """Benchmark rows as items, read batch by batch (a paper-scale table never sits in memory)."""
+def _stream_items(source: Benchmark, limit: int | None = None) -> Iterator[Item]:
+    """Benchmark rows as items, read batch by batch (a paper-scale table never sits in memory);
+    with `limit`, only the first `limit` rows."""
     index = 0
-    for batch in source.iter_batches(batch_size=batch_size):
+    for batch in source.batches():
         for row in batch.to_pylist():
+            if limit is not None and index >= limit:
+                return
             yield item_from_row(row, index)
             index += 1
 
@@ -290,9 +298,10 @@ def _next_part(out: Path) -> int:
     return max((int(p.stem.split("-")[1]) + 1 for p in _parts(out)), default=0)
 
 
-def _check_run(out: Path, record: dict[str, Any]) -> bool:
-    """A resumed run must be of the same model, benchmark and mode (checked before any work).
-    True when the folder holds a run written before score types, to be upgraded."""
+def _check_run(out: Path, record: dict[str, Any], rows: int) -> bool:
+    """A resumed run must be of the same model, weights, benchmark and mode, and may only
+    extend its --limit (checked before any work). True when the folder holds a run written
+    before score types, to be upgraded."""
     if out.exists() and not out.is_dir():
         raise UsageError("--out", str(out), "is a file; give a folder for the run")
     if not out.parent.is_dir():
@@ -308,12 +317,23 @@ def _check_run(out: Path, record: dict[str, Any]) -> bool:
         old = previous.get("format") is None
         previous = _check_format(out, previous)
         keys = ("model", "benchmark_sha", "blind", "choice")
-        if any(previous.get(k) != record.get(k) for k in keys):
+        weights = ("weights", "architecture", "model_class", "revision")  # same name, other
+        entry, now = previous.get("entry") or {}, record["entry"]  # weights: another model
+        same_weights = all(entry.get(k) == now.get(k) for k in weights) or not entry
+        if any(previous.get(k) != record.get(k) for k in keys) or not same_weights:
             raise UsageError(
                 "--out",
                 str(out),
                 "holds a run of another model, benchmark or mode (--blind and its choice "
                 "settings); use a new folder to keep both",
+            )
+        before = min(previous.get("limit") or rows, rows)
+        if min(record.get("limit") or rows, rows) < before:
+            raise UsageError(
+                "--limit",
+                record.get("limit"),
+                f"{out} already holds the first {before} items; a resumed run may only extend "
+                f"it: give --limit {before} or more (or none), or a new --out",
             )
         return old
     return False
@@ -373,24 +393,43 @@ def _start_run(out: Path, record: dict[str, Any]) -> None:
     tmp.replace(run_file)
 
 
-def _check_benchmark(entry: ModelEntry, benchmark: str | Path, config: ScoreConfig) -> Any:
-    """The benchmark table, the images and the mode fit before any model is loaded."""
-    source = open_parquet(benchmark, "--benchmark")
-    schema = source.schema_arrow
-    hint = "give a benchmark table (autocomp negatives)"
-    require_columns(benchmark, schema, REQUIRED, hint, option="--benchmark")
+def check_config(config: ScoreConfig) -> None:
+    """The mode and the numeric options are valid (checked before any work)."""
+    if config.limit is not None and config.limit < 1:
+        raise UsageError("--limit", config.limit, "must be at least 1 (items to score)")
+    if config.batch_size is not None and config.batch_size < 1:
+        raise UsageError(
+            "--batch-size", config.batch_size, "must be at least 1 (texts per forward)"
+        )
+    if config.max_candidates < 1:
+        raise UsageError("max_candidates", config.max_candidates, "must be at least 1")
     if config.blind and config.blind not in BLIND_MODES:
         raise UsageError("--blind", config.blind, f"must be one of {', '.join(BLIND_MODES)}")
-    if config.blind and entry.backend != "transformers_vlm":
-        raise UsageError(
-            "--blind", entry.name, "scores captions without images with generative models only"
-        )
     if config.blind == "choice" and config.choice_negatives < 1:
         raise UsageError(
             "--choice-negatives", str(config.choice_negatives), "must be 1 or more (paper: 49)"
         )
     if config.blind == "choice" and config.choice_seed < 0:
         raise UsageError("--choice-seed", str(config.choice_seed), "must be 0 or more")
+
+
+def check_mode(entry: ModelEntry, config: ScoreConfig) -> None:
+    """The model can run in the requested mode (blind: generative models only)."""
+    if config.blind and entry.backend != "transformers_vlm":
+        raise UsageError(
+            "--blind", entry.name, "scores captions without images with generative models only"
+        )
+
+
+def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
+    """The benchmark table and the images fit the mode, before any model is loaded (once per
+    benchmark and mode: several models scored on one benchmark check it once)."""
+    key = (config.blind, config.images)
+    if key in source.checked:
+        return
+    benchmark, schema = source.path, source.schema
+    hint = "give a benchmark table (autocomp negatives)"
+    require_columns(benchmark, schema, REQUIRED, hint, option="--benchmark")
     if not config.blind:
         if "image" not in schema.names:
             raise UsageError(
@@ -404,7 +443,7 @@ def _check_benchmark(entry: ModelEntry, benchmark: str | Path, config: ScoreConf
                 "--images", None, f"{benchmark} names its images by path: give their folder"
             )
     keys = [c for c in ("sample_id", "concept_id", "condition") if c in schema.names]
-    ids = with_sample_keys(read_rows(source, benchmark, "--benchmark", keys))["sample_id"]
+    ids = with_sample_keys(source.read(keys))["sample_id"]
     counts = pc.value_counts(ids)
     repeated = [c["values"] for c in counts.to_pylist() if c["counts"] > 1]
     if repeated:
@@ -414,36 +453,41 @@ def _check_benchmark(entry: ModelEntry, benchmark: str | Path, config: ScoreConf
             f"has duplicate sample_id {repeated[0]!r} ({len(repeated)} duplicated); each item "
             "must be listed once",
         )
-    return source
+    source.checked.add(key)
 
 
 def score_stage(
     entry: ModelEntry,
-    benchmark: str | Path,
+    benchmark: str | Path | Benchmark,
     out: str | Path,
     scorer_factory: Callable[[], Scorer],
     config: ScoreConfig = ScoreConfig(),
     progress: Callable[[int], None] | None = None,
 ) -> pa.Table:
-    """Score every not-yet-scored item of `benchmark` with the model (items that failed in an
-    earlier run are retried); return the summary."""
+    """Score every not-yet-scored item of `benchmark` (a table, a folder of parts, or an opened
+    Benchmark) with the model, the first `config.limit` items only if set (items that failed in
+    an earlier run are retried); return the summary."""
     blind = config.blind
+    check_config(config)
     check_device(config.device)
-    source = _check_benchmark(entry, benchmark, config)
+    check_mode(entry, config)
+    source = benchmark if isinstance(benchmark, Benchmark) else open_benchmark(benchmark)
+    check_benchmark(source, config)
     out = Path(out)
-    digest = file_sha256(Path(benchmark))
+    digest = source.digest
     choice_record = (
         {"negatives": config.choice_negatives, "seed": config.choice_seed}
         if blind == "choice"
         else None
     )
     record = {
-        "model": entry.name, "entry": entry.record(), "benchmark": str(benchmark),
-        "benchmark_sha": digest, "benchmark_metadata": read_metadata(benchmark),
-        "blind": blind, "choice": choice_record, "format": SCORE_FORMAT,
+        "model": entry.name, "entry": entry.record(), "benchmark": str(source.path),
+        "benchmark_source": source.source(), "benchmark_sha": digest,
+        "benchmark_metadata": source.metadata, "blind": blind, "choice": choice_record,
+        "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
         "autocomp_version": __version__,
     }  # fmt: skip
-    old = _check_run(out, record)
+    old = _check_run(out, record, source.rows)
     for folder in (out, out / "scores", out / "predictions"):
         sweep_stale(folder)
     if old:
@@ -451,7 +495,7 @@ def score_stage(
     if (out / "predictions").is_dir():
         _drop_failures(out)
     done = _done_ids(out) if (out / "predictions").is_dir() else set()
-    todo = (it for it in _stream_items(source) if it.sample_id not in done)
+    todo = (it for it in _stream_items(source, config.limit) if it.sample_id not in done)
     root = Path(config.images) if config.images else None
     scorer: Scorer | None = None
     part = _next_part(out) if (out / "predictions").is_dir() else 0

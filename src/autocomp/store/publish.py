@@ -17,6 +17,7 @@ and is put in the store under `benchmarks/<name>`, manifest last (autocomp.store
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from autocomp import __version__
 from autocomp.errors import UsageError
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.storage import open_store
-from autocomp.store.tables import open_parquet, read_metadata
+from autocomp.store.tables import atomic_path, open_parquet, read_metadata
 
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 ROWS_PER_SHARD = 200
@@ -209,13 +210,63 @@ def publish_stage(
     return f"{store.uri}/{key}"
 
 
+def published_names(store_uri: str) -> list[str]:
+    """The names of the benchmarks published in a store (complete outputs only)."""
+    prefix = "benchmarks/"
+    found = open_store(store_uri).outputs(prefix)
+    return sorted(n.removeprefix(prefix) for n in found if "/" not in n.removeprefix(prefix))
+
+
+def check_published(store_uri: str, name: str, option: str = "--benchmark") -> dict[str, Any]:
+    """The manifest of benchmarks/<name>; a name that is not there is a usage error that lists
+    what the store holds."""
+    if not name or name.strip("/") != name or any(p in ("", ".", "..") for p in name.split("/")):
+        raise UsageError(option, name, "is not a benchmark name; give a name like run-1")
+    manifest = open_store(store_uri).manifest(f"benchmarks/{name}")
+    if manifest is None:
+        names = published_names(store_uri)
+        listed = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "") if names else "none"
+        raise UsageError(
+            option, name, f"is not a benchmark published in {store_uri} (published: {listed})"
+        )
+    return manifest
+
+
+def fetch_published(store_uri: str, name: str, folder: str | Path) -> Path:
+    """Fetch benchmarks/<name> into `folder` (the published layout: data/*.parquet, README.md,
+    ...), resumably: the store's manifest is written into the folder last, and a folder whose
+    manifest matches the store's (and whose files are all there) is not fetched again."""
+    folder = Path(folder)
+    manifest = check_published(store_uri, name)
+    marker = folder / "_manifest.json"
+    if marker.is_file():
+        try:
+            done = json.loads(marker.read_text()) == manifest
+        except ValueError:
+            done = False
+        sizes_ok = all(
+            (folder / f["path"]).is_file() and (folder / f["path"]).stat().st_size == f["size"]
+            for f in manifest["files"]
+        )
+        if done and sizes_ok:
+            return folder
+        marker.unlink()
+    open_store(store_uri).get(f"benchmarks/{name}", folder)
+    tmp = marker.with_name(f".{marker.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    os.replace(tmp, marker)
+    return folder
+
+
 def fetch_benchmark(store_uri: str, name: str, work: str | Path, out: str | Path) -> Path:
-    """Fetch benchmarks/<name> from the store and write its rows as one benchmark table."""
-    store = open_store(store_uri)
-    store.get(f"benchmarks/{name}", work)
+    """Fetch benchmarks/<name> from the store and write its rows as one benchmark table
+    (atomically: a killed fetch leaves no partial table under `out`)."""
+    fetch_published(store_uri, name, work)
     parts = sorted(Path(work, "data").glob("test-*.parquet"))
+    if not parts:
+        raise UsageError("--benchmark", name, "the published folder holds no data/test-*.parquet")
     schema = pq.read_schema(parts[0])
-    with pq.ParquetWriter(out, schema, compression="zstd") as writer:
+    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
         for part in parts:
             for batch in pq.ParquetFile(part).iter_batches(batch_size=64):
                 writer.write_batch(batch)
