@@ -1,8 +1,10 @@
 """The negatives stage as it was before the column-wise builder and the workers' own Parquet
 parts (commit 1d80954): the baseline `negatives_throughput.py` times in the same run.
 
-A verbatim copy of that commit's `benchmark_batch`, worker pool and write loop; the candidate
-sets come from `negatives.build_candidates`, which is unchanged. Not used by autocomp itself.
+A verbatim copy of that commit's `benchmark_batch`, worker pool and write loop, and of the one
+binding function changed since (`_bind_attributes`, which then searched each word twice); the
+candidate sets come from `negatives.build_candidates`, which is unchanged. Not used by autocomp
+itself.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,60 @@ import pyarrow as pa
 
 from autocomp.config import NegativesConfig
 from autocomp.errors import UsageError
-from autocomp.protocol.binding import BindingError
+from autocomp.protocol.binding import (
+    _GAP,
+    BindingError,
+    Template,
+    _bind_relations,
+    _occurrences,
+    _Span,
+    _template,
+)
 from autocomp.protocol.concepts import check_concept_row
-from autocomp.protocol.family import load_family
+from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.negatives import build_candidates, chance
 from autocomp.protocol.stages import _caption_column, _worker_init, family_record
 from autocomp.store.tables import BENCHMARK_FIELDS, StreamWriter, open_parquet, provenance
+
+
+def bind(family: Family, objects: Sequence[str], labels: Sequence[str], text: str) -> Template:
+    if family.is_relation:
+        spans = _bind_relations(objects, labels, text)
+    else:
+        spans = _bind_attributes(objects, labels, text)
+    return _template(text, spans)
+
+
+def _bind_attributes(objects: Sequence[str], labels: Sequence[str], text: str) -> list[_Span]:
+    spans: list[_Span] = []
+    bound_attr: dict[tuple[int, int], int] = {}
+    bound_noun: dict[tuple[int, int], int] = {}
+    for i, (obj, attr) in enumerate(zip(objects, labels)):
+        nouns = _occurrences(obj, text)
+        found = 0
+        for a_start, a_end in _occurrences(attr, text):
+            for n_start, n_end in nouns:
+                if n_start > a_end and _GAP.fullmatch(text, a_end, n_start):
+                    spans.append(("object", i, a_start, n_end, a_end, n_start))
+                    bound_attr[(a_start, a_end)] = i
+                    bound_noun[(n_start, n_end)] = i
+                    found += 1
+                    break
+        if not found:
+            raise BindingError(
+                "missing_binding",
+                f"no '{attr} [word] {obj}' in the caption (attribute must precede its object "
+                "with at most one word between)",
+            )
+    for i, (obj, attr) in enumerate(zip(objects, labels)):
+        for word, bound in ((attr, bound_attr), (obj, bound_noun)):
+            for span in _occurrences(word, text):
+                if bound.get(span) != i:
+                    raise BindingError(
+                        "unbound_mention",
+                        f"'{word}' at character {span[0]} is not part of a verified binding",
+                    )
+    return spans
 
 
 def benchmark_batch(
@@ -40,7 +90,8 @@ def benchmark_batch(
         where = f"--input row {first_row + i}" + (f" ({concept})" if concept else "")
         check_concept_row(family, {k: v[i] for k, v in rows.items()}, where, caption_column)
         try:
-            sets = build_candidates(family, objects, labels, text, protocol)
+            template = bind(family, objects, labels, text)
+            sets = build_candidates(family, objects, labels, text, protocol, template)
         except BindingError as exc:
             raise UsageError(where, text, f"the caption does not state its concept: {exc}") from exc
         out["caption"].append(sets.caption)

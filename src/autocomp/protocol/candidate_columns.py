@@ -171,24 +171,41 @@ def _check_distinct(row: CaptionRow, pieces: list[list[str]], shape: Shape) -> N
         raise ProtocolError(f"candidate captions collapsed for {row.text!r}")
 
 
-def _group_texts(relation: bool, n: int, shape: Shape, pieces: list[list[list[str]]]) -> pa.Array:
-    """Every arrangement's caption for each row of one group, rows one after the other, each
-    in canonical order."""
-    rows = np.arange(len(pieces), dtype=np.int64)[:, None]
-    columns = []
-    for h, (kind, slot) in enumerate(shape):
-        width = _width(relation, n, kind)
-        flat = pa.array([text for row in pieces for text in row[h]], pa.string())
-        if len(flat) != width * len(pieces):
-            raise ProtocolError(f"a {kind} hole with {len(flat) // len(pieces)} texts, not {width}")
-        columns.append(flat.take((rows * width + _codes(relation, n, kind, slot)).ravel()))
-    return pc.binary_join_element_wise(*columns, "")
+class _Group:
+    """Rows of one (kind, N, hole order): per hole, every row's texts in one Arrow array, from
+    which the caption of any (row, arrangement) is one `take` per hole and a join."""
+
+    def __init__(self, relation: bool, n: int, shape: Shape, pieces: list[list[list[str]]]):
+        self.rows = len(pieces)
+        self.holes = []  # (texts, codes, width) per hole
+        for h, (kind, slot) in enumerate(shape):
+            width = _width(relation, n, kind)
+            texts = pa.array([text for row in pieces for text in row[h]], pa.string())
+            if len(texts) != width * self.rows:
+                raise ProtocolError(
+                    f"a {kind} hole with {len(texts) // self.rows} texts, not {width}"
+                )
+            self.holes.append((texts, _codes(relation, n, kind, slot), width))
+
+    def fill(self, rows: np.ndarray, chosen: np.ndarray) -> pa.Array:
+        """The caption of arrangement chosen[k] of the group's row rows[k], for each k."""
+        columns = [texts.take(rows * width + codes[chosen]) for texts, codes, width in self.holes]
+        return pc.binary_join_element_wise(*columns, "")
 
 
 def _same_scene(row: CaptionRow) -> frozenset[int]:
     if row.family.is_relation:
         return _relation_same_scene(row.family, row.labels)
     return _attribute_same_scene(len(row.objects))
+
+
+_NO_SETS = _LayoutArrays(  # N = 1: no Swap, no Confusion
+    confusion=np.zeros(0, np.int32),
+    confusion_same_scene=np.zeros(0, np.bool_),
+    swap=np.zeros(0, np.int32),
+    swap_same_scene=np.zeros(0, np.bool_),
+    swap_in_confusion=np.zeros(0, np.int32),
+)
 
 
 def _row_layout(row: CaptionRow, protocol: str) -> _LayoutArrays:
@@ -199,10 +216,6 @@ def _lists(lengths: np.ndarray, values: pa.Array) -> pa.ListArray:
     offsets = np.zeros(len(lengths) + 1, np.int32)
     np.cumsum(lengths, out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets), values)
-
-
-def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
 def _chance(lengths: np.ndarray) -> pa.Array:
@@ -239,46 +252,38 @@ def candidate_columns(rows: Sequence[CaptionRow], protocol: str) -> dict[str, pa
         _check_distinct(row, pieces[i], shape)
         groups.setdefault((row.family.is_relation, n, shape), []).append(i)
 
-    starts = np.zeros(len(rows), np.int64)  # where each row's captions start in `pool`
-    pool_parts, offset = [], 0
-    for (relation, n, shape), members in groups.items():
-        pool_parts.append(_group_texts(relation, n, shape, [pieces[i] for i in members]))
-        size = len(arrangements(relation, n))
-        starts[members] = offset + size * np.arange(len(members))
-        offset += size * len(members)
-    pool = pa.concat_arrays(pool_parts) if pool_parts else pa.array([], pa.string())
-    multi = [i for i, row in enumerate(rows) if len(row.objects) > 1]
-    _check_identity(rows, positives, pool, starts, multi)
+    which = np.full(len(rows), -1, np.int64)  # each row's group (-1: N = 1, no group)
+    local = np.zeros(len(rows), np.int64)  # its place in the group
+    built = []
+    for g, ((relation, n, shape), members) in enumerate(groups.items()):
+        built.append(_Group(relation, n, shape, [pieces[i] for i in members]))
+        which[members], local[members] = g, np.arange(len(members))
+        _check_identity(built[-1], arrangements(relation, n).identity, members, positives)
 
-    layouts = {
-        i: _layout_arrays(
-            rows[i].family.is_relation, len(rows[i].objects), protocol, _same_scene(rows[i])
-        )
-        for i in multi
-    }
+    layouts: dict[int, tuple[int, _LayoutArrays]] = {id(_NO_SETS): (0, _NO_SETS)}
+    ids = np.zeros(len(rows), np.int64)  # each row's layout, numbered in `layouts`
+    for members in groups.values():
+        for i in members:
+            layout = _row_layout(rows[i], protocol)
+            ids[i] = layouts.setdefault(id(layout), (len(layouts), layout))[0]
+    table = [layout for _, layout in layouts.values()]
     columns: dict[str, pa.Array] = {
         "caption": pa.array(positives, pa.string()),
         "caption_rewritten": pa.array([p != r.text for p, r in zip(positives, rows)], pa.bool_()),
         "protocol": pa.array([protocol] * len(rows), pa.string()),
     }
     for name in ("swap", "confusion"):
-        lengths = np.zeros(len(rows), np.int32)
-        index, arrangement, same, position = [], [], [], []
-        for i, layout in layouts.items():
-            chosen = getattr(layout, name)
-            lengths[i] = len(chosen)
-            arrangement.append(chosen)
-            index.append(starts[i] + chosen)
-            same.append(getattr(layout, f"{name}_same_scene"))
-            if name == "swap":
-                position.append(layout.swap_in_confusion)
-        columns[f"{name}_negatives"] = _lists(lengths, pool.take(_concat(index, np.int64)))
-        columns[f"{name}_arrangements"] = _lists(lengths, pa.array(_concat(arrangement, np.int32)))
-        columns[f"{name}_same_scene"] = _lists(lengths, pa.array(_concat(same, np.bool_)))
+        chosen, lengths = _gather([getattr(t, name) for t in table], ids)
+        texts = _fill(built, np.repeat(which, lengths), np.repeat(local, lengths), chosen)
+        columns[f"{name}_negatives"] = _lists(lengths, texts)
+        columns[f"{name}_arrangements"] = _lists(lengths, pa.array(chosen))
+        same, _ = _gather([getattr(t, f"{name}_same_scene") for t in table], ids)
+        columns[f"{name}_same_scene"] = _lists(lengths, pa.array(same))
         if name == "swap":
-            columns["swap_in_confusion"] = _lists(lengths, pa.array(_concat(position, np.int32)))
+            position, _ = _gather([t.swap_in_confusion for t in table], ids)
+            columns["swap_in_confusion"] = _lists(lengths, pa.array(position))
         columns[f"{name}_chance"] = _chance(lengths)
-    sanity = [_sanity_sets(row) for row in rows]
+    sanity = [_sanity_sets(row) if len(row.objects) == 1 else ([], []) for row in rows]
     for k, name in enumerate(("vary_attribute", "vary_object")):
         values = [s[k] for s in sanity]
         columns[f"{name}_negatives"] = pa.array(values, pa.list_(pa.string()))
@@ -286,25 +291,40 @@ def candidate_columns(rows: Sequence[CaptionRow], protocol: str) -> dict[str, pa
     return columns
 
 
-def _check_identity(
-    rows: Sequence[CaptionRow],
-    positives: list[str],
-    pool: pa.Array,
-    starts: np.ndarray,
-    multi: list[int],
-) -> None:
-    """The identity arrangement of every row gives its positive."""
-    if not multi:
+def _gather(table: list[np.ndarray], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`table[i]` for each i of `ids`, concatenated, and each one's length (no loop per row)."""
+    sizes = np.array([len(t) for t in table], np.int64)
+    firsts = np.cumsum(sizes) - sizes  # where each table entry starts in `flat`
+    flat = np.concatenate(table)
+    lengths = sizes[ids]
+    row_starts = np.cumsum(lengths) - lengths  # where each row starts in the result
+    within = np.arange(int(lengths.sum())) - np.repeat(row_starts, lengths)
+    return flat[np.repeat(firsts[ids], lengths) + within], lengths
+
+
+def _fill(
+    groups: list[_Group], which: np.ndarray, local: np.ndarray, chosen: np.ndarray
+) -> pa.Array:
+    """Captions of (group which[k], its row local[k], arrangement chosen[k]), in order: one fill
+    when one group holds them all (a batch of one family and N), else per group, then put back
+    in order with one take."""
+    if len(groups) == 1 or not len(chosen):
+        return groups[0].fill(local, chosen) if groups else pa.array([], pa.string())
+    places = [np.flatnonzero(which == g) for g in range(len(groups))]
+    parts = [group.fill(local[p], chosen[p]) for group, p in zip(groups, places)]
+    order = np.empty(len(chosen), np.int64)
+    order[np.concatenate(places)] = np.arange(len(chosen))
+    return pa.concat_arrays(parts).take(order)
+
+
+def _check_identity(group: _Group, identity: int, members: list[int], positives: list[str]) -> None:
+    """The identity arrangement of every row of a group gives its positive."""
+    filled = group.fill(np.arange(len(members)), np.full(len(members), identity))
+    expected = pa.array([positives[i] for i in members], pa.string())
+    same = pc.equal(filled, expected)
+    if pc.all(same).as_py():
         return
-    identity = np.array(
-        [arrangements(rows[i].family.is_relation, len(rows[i].objects)).identity for i in multi],
-        np.int64,
-    )
-    filled = pool.take(starts[multi] + identity)
-    expected = pa.array([positives[i] for i in multi], pa.string())
-    if pc.all(pc.equal(filled, expected)).as_py():
-        return
-    bad = next(k for k, ok in enumerate(pc.equal(filled, expected).to_pylist()) if not ok)
+    bad = same.to_pylist().index(False)
     raise ProtocolError(
-        f"identity arrangement {filled[bad].as_py()!r} != {positives[multi[bad]]!r}"
+        f"identity arrangement {filled[bad].as_py()!r} != {expected[bad].as_py()!r}"
     )
