@@ -154,10 +154,20 @@ def run_once(path: str, workers: str, source: Path, out: Path) -> dict:
         summary = negatives_stage(source, out, NegativesConfig(workers=count, force=True))
         captions = summary["swap"] + summary["confusion"]
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    own = _high_water_mb()
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"workers": count, "captions": captions, "wall": wall, "cpu": cpu,
             "rss": own, "worker_rss": children}  # fmt: skip
+
+
+def _high_water_mb() -> float:
+    """This process's peak RSS since it started its program (VmHWM; `ru_maxrss` would also
+    count the benchmark process it was forked from). A worker's figure (`ru_maxrss` of the
+    children) is an upper bound: it includes this process's size when the worker was started."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def before_default_workers() -> int:

@@ -4,7 +4,8 @@ by the pipeline components).
 - `sample_stage`: concepts of one (family, N) with their Minimal captions -> concepts table.
 - `negatives_stage`: a concepts table (uses `minimal_caption`) or a curated table (uses
   `caption`) -> benchmark table with Swap / Confusion / sanity candidate sets, streamed in
-  batches over worker processes with bounded memory.
+  batches (built column-wise, `candidate_columns`) with bounded memory: in this process, or over
+  worker processes that write their own Parquet parts, joined into one file without decoding.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def _leaf_paths_of(fields: list[pa.Field]) -> list[str]:
 def writer_options(schema: pa.Schema) -> dict[str, Any]:
     """Parquet options of a benchmark table: the candidate caption lists get neither a
     dictionary (millions of distinct captions overflow it) nor min/max statistics (useless for
-    captions); measured at paper scale: 1.35-1.6x faster to write, 4 % smaller."""
+    captions); measured at paper scale: about 1.6x faster to write, 6 % smaller."""
     kept = _leaf_paths_of([f for f in schema if f.name not in _CANDIDATE_TEXT])
     return {"use_dictionary": kept, "write_statistics": kept}
 
