@@ -154,3 +154,12 @@ def test_default_workers_fit_the_cores(monkeypatch):
     assert stages.usable_cores() == 1 and stages.default_workers() == 1
     monkeypatch.setattr(stages, "_cgroup_cpu_quota", lambda: None)
     assert stages.default_workers() == min(len(stages.os.sched_getaffinity(0)), 16)
+
+
+def test_the_default_starts_no_pool_for_a_table_of_one_batch(tmp_path, monkeypatch):
+    source = tmp_path / "curated.parquet"
+    pq.write_table(captions_table(1, count=1), source)
+    monkeypatch.setattr(stages, "default_workers", lambda: 4)
+    monkeypatch.setattr(stages, "_in_workers", lambda *a: pytest.fail("a pool was started"))
+    summary = stages.negatives_stage(source, tmp_path / "b.parquet", NegativesConfig())
+    assert summary["rows"] == len(SPECS) * 2

@@ -226,7 +226,8 @@ def _cgroup_cpu_quota() -> int | None:
 def default_workers() -> int:
     """Worker processes that fit the cores (`usable_cores`, at most 16); 1 runs the batches in
     the parent, with no pool. Workers write their own Parquet parts, so the parent only hands
-    out batches and joins the parts: it needs no core of its own."""
+    out batches and joins the parts: it needs no core of its own. (The stage starts no more
+    workers than the input has batches: a table of one batch runs in the parent.)"""
     return min(usable_cores(), 16)
 
 
@@ -361,7 +362,8 @@ def negatives_stage(
         input_metadata=_input_summary(input_path),
         families=families,
     )
-    workers = config.workers if config.workers is not None else default_workers()
+    batches_in_input = -(-source.metadata.num_rows // batch_size)
+    workers = config.workers or min(default_workers(), max(1, batches_in_input))
     text_column = "source_caption" if caption_column == "caption" else caption_column
     batches = (
         (batch.rename_columns(schema.names), i * batch_size)
