@@ -1,29 +1,37 @@
-"""Candidate-set generation at paper scale: throughput and peak memory, against naive baselines.
+"""Candidate-set generation at paper scale: the stage before and after, in one run.
 
 The input mixes positives as in the paper's Table 2 (validated Minimal + Contextual samples per
-family and N, about 260,000 rows and 15 million candidate captions). Minimal rows carry the
-template caption; Contextual rows a scene sentence around the same bindings, so the binding check
-and the span substitution run on free text. The whole table is streamed through
-`negatives_stage` (bind, fill every arrangement, flag, write Parquet) and the figures printed.
+family and N: 259,579 rows and 14,961,307 candidate captions at `--mode paper`). Minimal rows
+carry the template caption; Contextual rows a scene sentence around the same bindings, so the
+binding check and the span substitution run on free text. The whole table is streamed through
+the stage (bind, fill every arrangement, flag, write Parquet).
 
-Baselines, measured in the same run on a sample of the same rows:
-- release-style: the public release's sequential `str.replace` per slot (wrong: it collapses
-  Color N=3 to 196 unique captions and never produces the true swap), for speed only;
-- fill-per-candidate: the exact method without the per-hole piece tables (one `Template.fill`
-  per arrangement).
+Paths, timed on the same input in the same run, interleaved, each repeat in a fresh process (so
+its peak RSS is its own):
+- before: the stage at commit 1d80954 (`negatives_before.py`: Python rows, result batches
+  pickled back to the parent, which writes the Parquet), with its default worker count for this
+  machine (1 on two cores or fewer) unless `--before-workers` says otherwise;
+- now: `negatives_stage` (column-wise candidate building; workers write their own Parquet
+  parts, joined without decoding), with each `--workers` value.
 
-The stage runs once per `--workers` value (default: 2, the former default, then `auto`, the
-count that fits the cores); every run must write the same bytes, and the ratio to the first run
-is printed.
+Medians of `--repeats` runs (default 3) are printed with the ratio to the first "before"
+configuration, the load average before and after, and whether every output holds the same rows
+as the first "before" output. `--baselines` adds the one-process comparisons with the public
+release's `str.replace` (wrong) and the exact fill-per-candidate method.
 
-Usage: python benchmarks/negatives_throughput.py [--scale 1.0] [--workers 2 auto] [--keep DIR]
+Usage: python benchmarks/negatives_throughput.py [--mode paper|quick] [--scale S]
+       [--workers 1 auto] [--before-workers auto] [--repeats 3] [--baselines] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import os
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +46,10 @@ from autocomp.protocol.concepts import count_concepts, sample_concepts
 from autocomp.protocol.family import load_family
 from autocomp.protocol.minimal import minimal_caption, spec_text
 from autocomp.protocol.negatives import arrangements, build_candidates
-from autocomp.protocol.stages import default_workers, negatives_stage
+from autocomp.protocol.stages import default_workers, negatives_stage, usable_cores
+
+sys.path.insert(0, str(Path(__file__).parent))
+import negatives_before  # noqa: E402  (the stage before, beside this script)
 
 # Table 2 of the paper: validated samples (Minimal, Contextual) per benchmark.
 TABLE_2 = {
@@ -130,59 +141,75 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def peak_rss_mb() -> tuple[float, float]:
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def run_once(path: str, workers: str, source: Path, out: Path) -> dict:
+    """One timed run of one path (in this process, which the parent started for it)."""
+    if path == "before":
+        count = before_default_workers() if workers == "auto" else int(workers)
+    else:
+        count = default_workers() if workers == "auto" else int(workers)
+    t0, cpu0 = time.perf_counter(), _cpu_seconds()
+    if path == "before":
+        captions = negatives_before.negatives_stage(source, out, NegativesConfig(workers=count))
+    else:
+        summary = negatives_stage(source, out, NegativesConfig(workers=count, force=True))
+        captions = summary["swap"] + summary["confusion"]
+    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    own = _high_water_mb()
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return own, children
+    return {"workers": count, "captions": captions, "wall": wall, "cpu": cpu,
+            "rss": own, "worker_rss": children}  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of Table 2 (default 1)")
-    parser.add_argument("--workers", nargs="+", default=["2", "auto"], help="counts or 'auto'")
-    parser.add_argument("--sample", type=int, default=300, help="rows per family/N for baselines")
-    parser.add_argument("--keep", type=Path, help="keep the input and output here")
-    args = parser.parse_args()
+def _high_water_mb() -> float:
+    """This process's peak RSS since it started its program (VmHWM; `ru_maxrss` would also
+    count the benchmark process it was forked from). A worker's figure (`ru_maxrss` of the
+    children) is an upper bound: it includes this process's size when the worker was started."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    work = args.keep or Path(tempfile.mkdtemp(prefix="autocomp-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    source, target = work / "positives.parquet", work / "benchmark.parquet"
-    t0 = time.perf_counter()
-    rows = build_input(source, args.scale)
-    print(
-        f"input: {rows:,} positives (Table 2 mix x {args.scale}) built in {time.perf_counter() - t0:.1f} s"
-    )
 
-    first_rate, first_bytes = None, None
-    for value in args.workers:
-        workers = default_workers() if value == "auto" else int(value)
-        out = target.with_name(f"benchmark-{value}.parquet")
-        t0 = time.perf_counter()
-        cpu0 = _cpu_seconds()
-        summary = negatives_stage(source, out, NegativesConfig(workers=workers))
-        wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
-        candidates = summary["swap"] + summary["confusion"]
-        rate = candidates / wall
-        data = out.read_bytes()
-        first_rate, first_bytes = first_rate or rate, first_bytes or data
-        own, children = peak_rss_mb()
-        print(
-            f"autocomp negatives, workers {value} ({workers}): {summary['rows']:,} rows, "
-            f"{summary['confusion']:,} confusion + {summary['swap']:,} swap = {candidates:,} "
-            f"captions in {wall:.1f} s ({rate:,.0f} captions/s, {rate / first_rate:.2f}x the "
-            f"first run; CPU {cpu:.1f} s); same bytes as the first run: {data == first_bytes}"
-        )
-        print(
-            f"  peak RSS: parent {own:,.0f} MB, largest worker {children:,.0f} MB; "
-            f"output {len(data) / 2**20:,.0f} MB (zstd)"
-        )
+def before_default_workers() -> int:
+    """The default worker count at commit 1d80954: the parent kept a core for the Parquet."""
+    cores = len(os.sched_getaffinity(0))
+    return 1 if cores <= 2 else min(cores - 1, 16)
 
-    # Baselines on a sample of the same rows (both conditions, every family and N).
+
+def timed(path: str, workers: str, source: Path, out: Path) -> dict:
+    """`run_once` in a fresh process (its own peak RSS, no warm caches from other runs)."""
+    command = [sys.executable, __file__, "--one", path, "--workers", workers,
+               "--input", str(source), "--out", str(out)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"{path} run failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def same_rows(a: Path, b: Path) -> bool:
+    """Both files hold the same rows and values (row group by row group, never all at once)."""
+    fa, fb = pq.ParquetFile(a), pq.ParquetFile(b)
+    if fa.metadata.num_rows != fb.metadata.num_rows:
+        return False
+    if fa.schema_arrow.remove_metadata() != fb.schema_arrow.remove_metadata():
+        return False
+    left = fa.iter_batches(batch_size=4096)
+    right = fb.iter_batches(batch_size=4096)
+    return all(x.equals(y) for x, y in zip(left, right))
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def baselines(source: Path, per_key: int) -> None:
+    """One process, no Parquet: the exact builder against the release's str.replace and the
+    exact fill-per-candidate method, on a sample of the same rows."""
     table = pq.read_table(source).to_pylist()
     sample = []
     for key in TABLE_2:
         group = [r for r in table if (r["family"], r["n"]) == key]
-        sample += group[: args.sample // 2] + group[-args.sample // 2 :]
+        sample += group[: per_key // 2] + group[-per_key // 2 :]
     families = {name: load_family(name) for name, _ in TABLE_2}
 
     def exact(r):
@@ -202,14 +229,105 @@ def main() -> None:
     t_naive, n_naive, u_naive = time_per_candidate(sample, naive)
     t_fill, n_fill, _ = time_per_candidate(sample, per_candidate)
     print(f"\nbaselines on {len(sample):,} rows (one process, no Parquet):")
-    print(f"  {'method':<34}{'captions/s':>12}{'unique share':>14}{'vs autocomp':>13}")
+    print(f"  {'method':<34}{'captions/s':>12}{'unique share':>14}{'vs build_candidates':>21}")
     for name, t, n, u in (
-        ("autocomp (piece tables)", t_exact, n_exact, u_exact),
+        ("build_candidates (piece tables)", t_exact, n_exact, u_exact),
         ("fill per candidate (exact)", t_fill, n_fill, n_fill),
         ("release-style str.replace (wrong)", t_naive, n_naive, u_naive),
     ):
-        print(f"  {name:<34}{n / t:>12,.0f}{u / n:>14.1%}{(n / t) / (n_exact / t_exact):>12.2f}x")
+        print(f"  {name:<34}{n / t:>12,.0f}{u / n:>14.1%}{(n / t) / (n_exact / t_exact):>20.2f}x")
+
+
+MODES = {"paper": 1.0, "quick": 0.05}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--mode",
+        choices=sorted(MODES),
+        default="paper",
+        help="paper: Table 2 at full size (259,579 positives); quick: 5 %%",
+    )
+    parser.add_argument("--scale", type=float, help="fraction of Table 2 (overrides --mode)")
+    parser.add_argument(
+        "--workers",
+        nargs="+",
+        default=["1", "auto"],
+        help="worker counts of the new stage ('auto': default_workers)",
+    )
+    parser.add_argument(
+        "--before-workers",
+        nargs="+",
+        default=["auto"],
+        help="worker counts of the stage before ('auto': its default)",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="runs per path (medians)")
+    parser.add_argument("--baselines", action="store_true", help="also the one-process baselines")
+    parser.add_argument("--sample", type=int, default=300, help="rows per family/N for baselines")
+    parser.add_argument("--keep", type=Path, help="keep the input and outputs here")
+    parser.add_argument("--one", choices=["before", "now"], help=argparse.SUPPRESS)
+    parser.add_argument("--input", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:  # a child run: one path, its figures as JSON on the last line
+        print(json.dumps(run_once(args.one, args.workers[0], args.input, args.out)))
+        return
+
+    scale = args.scale if args.scale is not None else MODES[args.mode]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="autocomp-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    source = work / "positives.parquet"
+    t0 = time.perf_counter()
+    rows = build_input(source, scale)
+    print(f"input: {rows:,} positives (Table 2 mix x {scale}) built in "
+          f"{time.perf_counter() - t0:.1f} s")  # fmt: skip
+    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable, "
+          f"{usable_cores()} after any cgroup quota), {cpu_model()}; load average {load()}")  # fmt: skip
+
+    paths = [("before", w) for w in args.before_workers] + [("now", w) for w in args.workers]
+    runs: dict[tuple[str, str], list[dict]] = {p: [] for p in paths}
+    for repeat in range(args.repeats):
+        for path, workers in paths:  # interleaved: a change of load hits every path alike
+            out = work / f"benchmark-{path}-{workers}.parquet"
+            out.unlink(missing_ok=True)
+            runs[(path, workers)].append(timed(path, workers, source, out))
+        print(f"  repeat {repeat + 1}/{args.repeats} done; load average {load()}", flush=True)
+
+    reference = work / f"benchmark-{paths[0][0]}-{paths[0][1]}.parquet"
+    first_rate = None
+    print(f"\n{'path':<8}{'workers':>9}{'wall s':>9}{'captions/s':>13}{'ratio':>8}{'CPU s':>8}"
+          f"{'peak RSS MB':>20}{'same rows':>11}")  # fmt: skip
+    for path, workers in paths:
+        done = runs[(path, workers)]
+        wall = statistics.median(r["wall"] for r in done)
+        rate = done[0]["captions"] / wall
+        first_rate = first_rate or rate
+        cpu = statistics.median(r["cpu"] for r in done)
+        rss = max(r["rss"] for r in done)
+        worker_rss = max(r["worker_rss"] for r in done)
+        out = work / f"benchmark-{path}-{workers}.parquet"
+        same = "ref" if out == reference else ("yes" if same_rows(reference, out) else "NO")
+        memory = f"{rss:,.0f}" + (f" + {worker_rss:,.0f}/worker" if done[0]["workers"] > 1 else "")
+        label = f"{workers} ({done[0]['workers']})" if workers == "auto" else workers
+        print(f"{path:<8}{label:>9}{wall:>9.1f}{rate:>13,.0f}{rate / first_rate:>7.2f}x{cpu:>8.1f}"
+              f"{memory:>20}{same:>11}")  # fmt: skip
+    print(f"({done[0]['captions']:,} captions per run; medians of {args.repeats}; walls: "
+          + "; ".join(f"{p}/{w} " + " ".join(f"{r['wall']:.1f}" for r in runs[(p, w)])
+                      for p, w in paths) + f"; load average now {load()})")  # fmt: skip
+    if args.baselines:
+        baselines(source, args.sample)
     print(f"\nfiles in {work}" if args.keep else "")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU model unknown"
 
 
 if __name__ == "__main__":

@@ -86,8 +86,8 @@ class CurateConfig:
 
 @dataclass(frozen=True)
 class NegativesConfig:
-    """`negatives`: Swap and Confusion candidate sets (workers: None = one process per core
-    beyond the first, in-process on two cores or fewer; force: replace an existing output)."""
+    """`negatives`: Swap and Confusion candidate sets (workers: None = one process per usable
+    core, after any cgroup CPU quota, 1 = in process; force: replace an existing output)."""
 
     protocol: str = "paper"
     workers: int | None = None

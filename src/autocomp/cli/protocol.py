@@ -98,7 +98,8 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "--workers",
         type=int,
         default=None,
-        help="worker processes (default: one per core beyond the first)",
+        help="worker processes, each writing its own Parquet parts (default: one per usable "
+        "core, after any cgroup CPU quota; 1 runs in this process)",
     )
     p.add_argument(
         "--batch-size",

@@ -136,10 +136,17 @@ def _bind_attributes(objects: Sequence[str], labels: Sequence[str], text: str) -
     spans: list[_Span] = []
     bound_attr: dict[tuple[int, int], int] = {}
     bound_noun: dict[tuple[int, int], int] = {}
+    found_at: dict[str, list[tuple[int, int]]] = {}  # each word's occurrences, found once
+
+    def occurrences(word: str) -> list[tuple[int, int]]:
+        if word not in found_at:
+            found_at[word] = _occurrences(word, text)
+        return found_at[word]
+
     for i, (obj, attr) in enumerate(zip(objects, labels)):
-        nouns = _occurrences(obj, text)
+        nouns = occurrences(obj)
         found = 0
-        for a_start, a_end in _occurrences(attr, text):
+        for a_start, a_end in occurrences(attr):
             for n_start, n_end in nouns:
                 if n_start > a_end and _GAP.fullmatch(text, a_end, n_start):
                     spans.append(("object", i, a_start, n_end, a_end, n_start))
@@ -155,7 +162,7 @@ def _bind_attributes(objects: Sequence[str], labels: Sequence[str], text: str) -
             )
     for i, (obj, attr) in enumerate(zip(objects, labels)):
         for word, bound in ((attr, bound_attr), (obj, bound_noun)):
-            for span in _occurrences(word, text):
+            for span in occurrences(word):
                 if bound.get(span) != i:
                     raise BindingError(
                         "unbound_mention",

@@ -243,11 +243,14 @@ def write_table(table: pa.Table, path: str | Path, document: dict[str, Any]) -> 
 class StreamWriter:
     """Append record batches to a Parquet file that appears under its name only when closed."""
 
-    def __init__(self, path: str | Path, schema: pa.Schema, document: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str | Path, schema: pa.Schema, document: dict[str, Any], **options: Any
+    ) -> None:
+        """`options`: further `pq.ParquetWriter` options (which columns get a dictionary...)."""
         self._context = atomic_path(path)
         self._tmp = self._context.__enter__()
         self._writer = pq.ParquetWriter(
-            self._tmp, with_metadata(schema, document), compression="zstd"
+            self._tmp, with_metadata(schema, document), compression="zstd", **options
         )
 
     def write(self, batch: pa.RecordBatch) -> None:
