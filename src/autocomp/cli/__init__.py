@@ -1,1 +1,1 @@
-"""The `autocomp` command line (entry point `autocomp.cli.main:main`)."""
+"""The `autocomp` command line (entry point `autocomp.cli.main:entry`)."""

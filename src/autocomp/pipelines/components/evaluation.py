@@ -55,6 +55,7 @@ def score(
     import os
     import tempfile
 
+    from autocomp.process import ending
     from autocomp.scoring.registry import REGISTRY_ENV
     from autocomp.scoring.stage import score_model
 
@@ -63,6 +64,7 @@ def score(
         f.write(registry)  # the compiling machine's entry, not the image's
     os.environ[REGISTRY_ENV] = path
     score_model(model, os.path.join(benchmark.path, "benchmark.parquet"), scores.path, store, name)
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)

@@ -45,6 +45,7 @@ def train(
     from autocomp.finetune.config import profile as config_of
     from autocomp.finetune.stage import parse_run
     from autocomp.finetune.stage import train as train_stage
+    from autocomp.process import ending
 
     model, kind, seed = parse_run(run)
     train_stage(
@@ -56,6 +57,7 @@ def train(
         checkpoint.path,
         config_of(profile),
     )
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("gpu"), install_kfp_package=False)
@@ -65,8 +67,10 @@ def score_finetuned(
     import os
 
     from autocomp.finetune.stage import score_checkpoint
+    from autocomp.process import ending
 
     score_checkpoint(checkpoint.path, os.path.join(splits.path, "evaluation.parquet"), scores.path)
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("gpu"), install_kfp_package=False)
@@ -74,8 +78,10 @@ def score_pretrained(model: str, splits: Input[Dataset], scores: Output[Dataset]
     import os
 
     from autocomp.finetune.stage import score_checkpoint
+    from autocomp.process import ending
 
     score_checkpoint(model, os.path.join(splits.path, "evaluation.parquet"), scores.path)
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)

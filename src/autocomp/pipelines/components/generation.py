@@ -38,11 +38,13 @@ def caption(
 
     from autocomp.config import CaptionConfig
     from autocomp.generation.caption import caption_stage
+    from autocomp.process import ending
 
     config = CaptionConfig(
         captioner=captioner, engine=engine, seed=seed, fallback=fallback or None, settings=settings
     )
     caption_stage(os.path.join(concepts.path, "concepts.parquet"), captions.path, config)
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
@@ -69,6 +71,7 @@ def render(
     from autocomp.config import RenderConfig
     from autocomp.generation.render import render_stage
     from autocomp.pipelines.artifacts import split_render
+    from autocomp.process import ending
 
     config = RenderConfig(
         renderer=renderer,
@@ -80,6 +83,7 @@ def render(
     work = tempfile.mkdtemp(prefix="render-")
     render_stage(captions.path, work, config, shard)
     split_render(work, table.path, images.path)
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("gpu"), install_kfp_package=False)
@@ -101,6 +105,7 @@ def validate(
     from autocomp.config import ValidateConfig
     from autocomp.generation.validate import validate_stage
     from autocomp.pipelines.artifacts import join
+    from autocomp.process import ending
 
     config = ValidateConfig(
         detector=detector,
@@ -113,6 +118,7 @@ def validate(
     )
     render = join([table.path, images.path], tempfile.mkdtemp(prefix="validate-"))
     validate_stage(render, verdicts.path, config, shard)
+    ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
