@@ -11,13 +11,21 @@ encoders on CPU), in one run:
 Each path's median of `--repeats` runs; the largest score difference and whether every item's
 prediction (argmax) agrees with the padded path.
 
-Generative (one image, an image+prompt prefix of about 600 tokens, 729 candidates of 15 tokens):
-- batched, no sharing: chunks of candidates, each row the whole prefix + its caption;
-- shared prefix (autocomp): the prefix once, its KV cache repeated for each chunk's candidates;
-- shared prefix, packed chunks: each chunk one row after the prefix with a 4D mask (no copy).
-Medians of both; the ratio against the token-count limit (prefix + 15) / 15.
+Generative (one image, an image+prompt prefix of ~600 tokens, the 729 candidates of a Color N=3
+item cut to 16-24 tokens; by default the tiny VLMs widened to 256 x 2 layers, random weights, so
+that attention and the linear layers weigh about as in a real model, not as in a 32-wide one):
+- batched, no sharing (the fair baseline): chunks of `--chunk` candidates, each row the whole
+  prefix + its caption, one forward per chunk, no cache, logits only at caption positions;
+- shared, split attention (autocomp): the prefix once; each chunk runs only its own tokens and
+  attends to the one prefix cache through the split attention (no copy per candidate);
+- shared, repeated cache (before): the prefix cache copied per candidate of a chunk.
+Same chunk size, dtype (float32) and device (CPU) for all; the paths run interleaved, medians of
+`--repeats`; the token-count limit (tokens the baseline runs / tokens the shared path runs), each
+speed-up as a fraction of it, and every path's max |diff| against the baseline. `--profile`:
+each path once under torch.profiler (attention and cache-copy shares, top operators).
 
 Usage: python benchmarks/scoring_throughput.py [--items 40] [--repeats 3] [--skip-generative]
+       [--skip-contrastive] [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
 """
 
 from __future__ import annotations

@@ -182,3 +182,23 @@ def test_benchmark_baseline_equals_the_shared_path(model, images):
     shared = scorer.score([ScoreRequest("tall", c) for c in captions], images)
     assert max(abs(x - y) for x, y in zip(shared, baseline)) <= 1e-4
     assert scorer.calls["chunks"] == 3
+
+
+def test_chunks_grow_on_a_gpu_with_free_memory_until_an_out_of_memory(monkeypatch):
+    """On a GPU a chunk holds what a quarter of the free memory holds (never fewer than
+    chunk_size, never more than the candidates); after an out-of-memory it stays shrunk."""
+    import torch
+
+    scorer = load_scorer("tiny-llava", device="cpu", chunk_size=4)
+    ids = [[1] * 10] * 500
+    assert scorer._chunk_limit(ids, 600) == 4  # CPU: chunk_size
+    scorer.device = "cuda"
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (8 << 30, 16 << 30))
+    assert scorer._chunk_limit(ids, 600) == 500  # 2 GiB hold all 500 tiny-model candidates
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1 << 20, 16 << 30))
+    assert scorer._chunk_limit(ids, 600) == 4  # 1 MiB free: no growth below chunk_size
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (64 << 20, 16 << 30))
+    fits = scorer._chunk_limit(ids, 600)
+    assert 4 < fits < 500
+    scorer.grow = False  # what an out-of-memory error sets
+    assert scorer._chunk_limit(ids, 600) == 4

@@ -14,8 +14,9 @@ second, and the two are merged by their log-sum-exps. Nothing is copied per cand
 mask is built. Where that cannot reproduce a layer (a sliding window that cuts into the prefix,
 logit soft-capping) chunks fall back to the prefix cache copied and repeated per candidate
 (`split = False`); `packed = True` runs a chunk as one packed row with a 4D mask instead (kept
-for comparison in the GPU benchmark). All give the naive path's scores to float rounding. Chunks
-start at `chunk_size` candidates and halve on out-of-memory until they fit. `naive=True` runs
+for comparison). All give the naive path's scores to float rounding. Chunks hold `chunk_size`
+candidates (on a GPU more, as many as a quarter of the free memory holds) and halve on
+out-of-memory until they fit. `naive=True` runs
 one full forward per candidate: the reference the shared path is tested against. Blind requests
 (image None) use the same prompt without the image (paper A.8).
 """
@@ -47,6 +48,7 @@ class VlmScorer:
     """Scores captions by their log-likelihood under a vision-language model."""
 
     split = True  # chunks attend to the one prefix cache through the split attention
+    grow = True  # on a GPU, chunks larger than chunk_size where free memory holds them
     packed = False  # chunks as one packed row (no cache copies) instead of a repeated cache
 
     def __init__(
@@ -196,18 +198,36 @@ class VlmScorer:
         results: list[float] = []
         start = 0
         while start < len(ids):
-            size = min(self.chunk_size, len(ids) - start)
+            size = min(self._chunk_limit(ids, prefix["input_ids"].shape[1]), len(ids) - start)
             try:
                 results += self._chunk(prefix, cache, last, rope_deltas, ids[start : start + size])
             except (torch.OutOfMemoryError, RuntimeError) as exc:
-                if not _is_oom(exc) or self.chunk_size == 1:
+                if not _is_oom(exc) or size == 1:
                     raise
-                self.chunk_size = max(1, self.chunk_size // 2)
+                self.chunk_size, self.grow = max(1, size // 2), False
                 if self.device.startswith("cuda"):
                     torch.cuda.empty_cache()
                 continue
             start += size
         return results
+
+    def _chunk_limit(self, ids: list[list[int]], length: int) -> int:
+        """Candidates per chunk: `chunk_size`; on a GPU, more if a quarter of the free memory
+        holds them (per caption token about 12 bytes per vocabulary entry for the logits and
+        their float copy, 8 per head and prefix token for the attention's float32 scores, and
+        64 x hidden + 12 x intermediate bytes of activations), until an out-of-memory error
+        has shrunk the chunk once."""
+        if not (self.grow and self.device.startswith("cuda")):
+            return self.chunk_size
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+        text = self.model.config.get_text_config()
+        per_token = 12 * text.vocab_size + 64 * text.hidden_size
+        per_token += 8 * text.num_attention_heads * length
+        per_token += 12 * getattr(text, "intermediate_size", 4 * text.hidden_size)
+        fits = free // 4 // (per_token * max(len(c) for c in ids))
+        return int(max(self.chunk_size, min(fits, len(ids), 4096)))
 
     def _chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
