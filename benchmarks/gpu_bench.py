@@ -543,10 +543,10 @@ def generative(cfg: dict, device: str, dtype: Any, budget: Budget, sync: Callabl
     scorer.score(requests[:2], {"img": image})
     sync()
     t_shared = budget.median(lambda: scorer.score(requests, {"img": image}), sync, most=3)
-    scorer.packed = True  # the chunk as one packed row: no copy of the cache per candidate
+    scorer.split = False  # before: the prefix cache copied per candidate, masked SDPA over it
     scorer.score(requests[:2], {"img": image})
-    t_packed = budget.median(lambda: scorer.score(requests, {"img": image}), sync, most=3)
-    scorer.packed = False
+    t_repeated = budget.median(lambda: scorer.score(requests, {"img": image}), sync, most=3)
+    scorer.split = True
     sample = ids[: cfg["baseline_candidates"]]
     batched_no_sharing(scorer, prefix, sample[: cfg["baseline_batch"]], cfg["baseline_batch"])
     sync()
@@ -562,11 +562,12 @@ def generative(cfg: dict, device: str, dtype: Any, budget: Budget, sync: Callabl
              "items/s", f"prefix {prefix_tokens} tokens; timed on {len(sample)} candidates"),
         _row("score", f"{name} shared prefix (autocomp)", 1 / t_shared, "items/s",
              f"{ratio:.1f}x over batched = {ratio / limit:.0%} of the {limit:.0f}x token limit"),
-        _row("score", f"{name} shared prefix, packed chunks", 1 / t_packed, "items/s",
-             f"{t_batched / t_packed:.1f}x over batched; repeated cache {t_packed / t_shared:.2f}x"),
+        _row("score", f"{name} shared prefix, repeated cache (before)", 1 / t_repeated,
+             "items/s", f"{t_batched / t_repeated:.1f}x over batched; split attention is "
+             f"{t_repeated / t_shared:.2f}x faster"),
     ]  # fmt: skip
     # the suite averages 58 captions per item: scaled per caption (prefix cost left out)
-    rows[1]["paper_scale_h"] = PAPER_SCALE["captions"] * min(t_shared, t_packed) / len(ids) / 3600
+    rows[1]["paper_scale_h"] = PAPER_SCALE["captions"] * min(t_shared, t_repeated) / len(ids) / 3600
     free(scorer)
     return rows
 

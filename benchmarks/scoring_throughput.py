@@ -11,13 +11,21 @@ encoders on CPU), in one run:
 Each path's median of `--repeats` runs; the largest score difference and whether every item's
 prediction (argmax) agrees with the padded path.
 
-Generative (one image, an image+prompt prefix of about 600 tokens, 729 candidates of 15 tokens):
-- batched, no sharing: chunks of candidates, each row the whole prefix + its caption;
-- shared prefix (autocomp): the prefix once, its KV cache repeated for each chunk's candidates;
-- shared prefix, packed chunks: each chunk one row after the prefix with a 4D mask (no copy).
-Medians of both; the ratio against the token-count limit (prefix + 15) / 15.
+Generative (one image, an image+prompt prefix of ~600 tokens, the 729 candidates of a Color N=3
+item cut to 16-24 tokens; by default the tiny VLMs widened to 256 x 2 layers, random weights, so
+that attention and the linear layers weigh about as in a real model, not as in a 32-wide one):
+- batched, no sharing (the fair baseline): chunks of `--chunk` candidates, each row the whole
+  prefix + its caption, one forward per chunk, no cache, logits only at caption positions;
+- shared, split attention (autocomp): the prefix once; each chunk runs only its own tokens and
+  attends to the one prefix cache through the split attention (no copy per candidate);
+- shared, repeated cache (before): the prefix cache copied per candidate of a chunk.
+Same chunk size, dtype (float32) and device (CPU) for all; the paths run interleaved, medians of
+`--repeats`; the token-count limit (tokens the baseline runs / tokens the shared path runs), each
+speed-up as a fraction of it, and every path's max |diff| against the baseline. `--profile`:
+each path once under torch.profiler (attention and cache-copy shares, top operators).
 
 Usage: python benchmarks/scoring_throughput.py [--items 40] [--repeats 3] [--skip-generative]
+       [--skip-contrastive] [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
 """
 
 from __future__ import annotations
@@ -63,11 +71,11 @@ def median_time(fn: Callable[[], list[float]], repeats: int) -> tuple[float, lis
 
 def batched_no_sharing(scorer, prefix: dict, ids: list[list[int]], batch: int) -> list[float]:
     """The fair baseline: chunks of `batch` rows, each the whole prefix + one caption (right
-    padded), one forward per chunk, no cache."""
+    padded), one forward per chunk, no cache; logits only where a caption token is predicted."""
     import torch
 
     out: list[float] = []
-    length, device = prefix["input_ids"].shape[1], prefix["input_ids"].device
+    device = prefix["input_ids"].device
     for start in range(0, len(ids), batch):
         chunk = ids[start : start + batch]
         count, width = len(chunk), max(len(c) for c in chunk)
@@ -90,51 +98,179 @@ def batched_no_sharing(scorer, prefix: dict, ids: list[list[int]], batch: int) -
             rows["pixel_values"] = prefix["pixel_values"].expand(count, -1, -1, -1)
         scorer._forget_rope_deltas()
         with torch.inference_mode():
-            logits = scorer.model(**rows).logits[:, length - 1 : -1].float()
+            logits = scorer.model(**rows, logits_to_keep=width + 1).logits[:, :-1].float()
         logp = torch.log_softmax(logits, -1).gather(2, cand[:, :, None]).squeeze(-1)
         out += (logp * mask).sum(1).tolist()
     return out
 
 
-def generative(model: str, image_tokens: int, repeats: int, chunk: int) -> None:
-    """~600-token prefix: `image_tokens` of image (where the tiny processor allows) + prompt."""
-    shared = load_scorer(model, device="cpu", chunk_size=chunk)
-    image = Image.new("RGB", (64, 64), (180, 40, 40))
-    if image_tokens and hasattr(shared.processor.image_processor, "max_pixels"):
-        # Qwen-VL: one merged token per 28x28 pixels; real 1024x1024 images give ~1,300 tokens.
-        pixels = image_tokens * 28 * 28
-        shared.processor.image_processor.min_pixels = pixels
-        shared.processor.image_processor.max_pixels = pixels
-        side = int(pixels**0.5)
-        image = Image.new("RGB", (side, side), (180, 40, 40))
-    # The tiny tokenizers are byte-level: 1 character = 1 token. Fill the rest with prompt.
-    probe = shared._prefix_inputs(image)["input_ids"].shape[1]
-    words = "Look at the picture carefully and describe the objects, colors and layout. " * 10
-    shared.prompt = words[: max(20, 600 - probe + len(shared.prompt))]
-    prefix = shared._prefix_inputs(image)
-    prefix_tokens = prefix["input_ids"].shape[1]
-    captions = [f"{c[:15]:<15}" for c in color_items(1)[0]]
-    captions = [f"{i:03d} " + c[:11] for i, c in enumerate(captions)]  # 729 distinct, 15 tokens
-    requests = [ScoreRequest("img", c) for c in captions]
-    ids = shared._caption_ids(captions)
-    shared.score(requests[:2], {"img": image})  # warm-up (allocator, kernels)
-    t_shared, a = median_time(lambda: shared.score(requests, {"img": image}), repeats)
-    shared.packed = True
-    t_packed, c = median_time(lambda: shared.score(requests, {"img": image}), repeats)
-    shared.packed = False
-    t_batched, b = median_time(lambda: batched_no_sharing(shared, prefix, ids, chunk), repeats)
-    diff = max(abs(x - y) for x, y in [*zip(a, b), *zip(c, b)])
-    same = max(range(len(a)), key=a.__getitem__) == max(range(len(b)), key=b.__getitem__)
-    kind = "image-heavy" if image_tokens else "text-heavy"
-    limit = (prefix_tokens + 15) / 15
-    ratio = t_batched / t_shared
+def widen(scorer, width: int, layers: int, heads: int) -> None:
+    """Replace the tiny model by the same architecture `width` wide (random weights): the tiny
+    one (32 wide) is so narrow that attention over the prefix outweighs the linear layers, which
+    a real VLM's are not. Head size width / heads, a quarter of the heads for K/V (GQA)."""
+    import torch
+
+    config = scorer.model.config.__class__.from_dict(scorer.model.config.to_dict())
+    text = config.get_text_config()
+    text.hidden_size, text.intermediate_size, text.num_hidden_layers = width, 4 * width, layers
+    text.num_attention_heads, text.num_key_value_heads = heads, max(1, heads // 4)
+    text.head_dim = width // heads
+    if getattr(text, "layer_types", None):
+        text.layer_types = text.layer_types[:1] * layers
+    if hasattr(config, "vision_config") and hasattr(config.vision_config, "out_hidden_size"):
+        config.vision_config.out_hidden_size = width  # Qwen-VL: the merger's output
+        half = text.head_dim // 2  # multimodal RoPE sections (temporal, height, width)
+        section = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
+        for rope in (text.rope_parameters, getattr(text, "rope_scaling", None)):
+            if isinstance(rope, dict) and "mrope_section" in rope:
+                rope["mrope_section"] = section
+    torch.manual_seed(0)
+    scorer.model = type(scorer.model)._from_config(config, dtype=scorer.model.dtype).eval()
+
+
+class Setup:
+    """One image, a prefix of ~600 tokens (`image_tokens` of image where the tiny processor
+    allows, the rest prompt), the 729 candidates of a Color N=3 item cut to 16-24 tokens."""
+
+    def __init__(
+        self, model: str, image_tokens: int, chunk: int, wide: tuple[int, int, int] | None
+    ) -> None:
+        self.model, self.image_tokens, self.chunk = model, image_tokens, chunk
+        self.scorer = scorer = load_scorer(model, device="cpu", chunk_size=chunk)
+        if wide:
+            widen(scorer, *wide)
+        self.image = Image.new("RGB", (64, 64), (180, 40, 40))
+        if image_tokens and hasattr(scorer.processor.image_processor, "max_pixels"):
+            # Qwen-VL: one merged token per 28x28 pixels; real 1024x1024 images: ~1,300 tokens.
+            pixels = image_tokens * 28 * 28
+            scorer.processor.image_processor.min_pixels = pixels
+            scorer.processor.image_processor.max_pixels = pixels
+            side = int(pixels**0.5)
+            self.image = Image.new("RGB", (side, side), (180, 40, 40))
+        # The tiny tokenizers are byte-level: 1 character = 1 token. Fill the rest with prompt.
+        probe = scorer._prefix_inputs(self.image)["input_ids"].shape[1]
+        words = "Look at the picture carefully and describe the objects, colors and layout. " * 10
+        scorer.prompt = words[: max(20, 600 - probe + len(scorer.prompt))]
+        self.prefix = scorer._prefix_inputs(self.image)
+        self.prefix_tokens = self.prefix["input_ids"].shape[1]
+        # 729 distinct captions of 16-24 tokens (20 on average): lengths differ within a batch
+        captions = [f"{i:03d} {c[: 12 + i % 9]}" for i, c in enumerate(color_items(1)[0])]
+        self.requests = [ScoreRequest("img", c) for c in captions]
+        self.ids = scorer._caption_ids(captions)
+        self.caption_tokens = sum(len(c) for c in self.ids)
+        # token-count limit: tokens the baseline runs / tokens the shared path runs
+        everything = len(self.ids) * self.prefix_tokens + self.caption_tokens
+        self.limit = everything / (self.prefix_tokens + self.caption_tokens)
+        text = scorer.model.config.get_text_config()
+        self.shape = f"{text.hidden_size} wide x {text.num_hidden_layers} layers"
+        scorer.score(self.requests[:2], {"img": self.image})  # warm-up (allocator, kernels)
+
+    def paths(self) -> dict[str, Callable[[], list[float]]]:
+        scorer, images = self.scorer, {"img": self.image}
+        return {
+            "batched, no sharing": lambda: batched_no_sharing(
+                scorer, self.prefix, self.ids, self.chunk
+            ),
+            "shared, split attention (autocomp)": lambda: scorer.score(self.requests, images),
+            "shared, repeated cache (before)": lambda: _repeated(scorer, self.requests, images),
+        }
+
+
+def _repeated(scorer, requests: list, images: dict) -> list[float]:
+    scorer.split = False
+    try:
+        return scorer.score(requests, images)
+    finally:
+        scorer.split = True
+
+
+def _argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=values.__getitem__)
+
+
+def generative(setup: Setup, repeats: int) -> None:
+    """Every path's median of `repeats`, its speed-up over the baseline and the fraction of the
+    token-count limit that is; every path's scores against the baseline's."""
+    paths, runs, scores = setup.paths(), {}, {}
+    for _ in range(repeats):  # interleaved: a change of the machine's load hits every path
+        for name, fn in paths.items():
+            t0 = time.perf_counter()
+            scores[name] = fn()
+            runs.setdefault(name, []).append(time.perf_counter() - t0)
+    times = {name: statistics.median(values) for name, values in runs.items()}
+    base = scores["batched, no sharing"]
     print(
-        f"{model:<16} {kind:<11} prefix {prefix_tokens}, {len(captions)} x 15 tokens, chunks of "
-        f"{chunk}: batched no-sharing {t_batched:.2f} s, shared {t_shared:.2f} s (medians of "
-        f"{repeats}): {ratio:.1f}x = {ratio / limit:.0%} of the ~{limit:.0f}x limit; packed "
-        f"chunks {t_packed:.2f} s ({t_batched / t_packed:.1f}x); "
-        f"max |diff| {diff:.1e}, same argmax: {same}"
+        f"{setup.model} ({setup.shape}), prefix {setup.prefix_tokens} tokens "
+        f"({setup.image_tokens or 'few'} of image), {len(setup.ids)} candidates of "
+        f"{setup.caption_tokens / len(setup.ids):.1f} tokens, batches of {setup.chunk}, medians "
+        f"of {repeats}; token-count limit {setup.limit:.1f}x"
     )
+    print(f"  {'path':<38}{'s':>8}{'speed-up':>10}{'of limit':>10}{'max |diff|':>12}  argmax")
+    for name, wall in times.items():
+        ratio = times["batched, no sharing"] / wall
+        diff = max(abs(x - y) for x, y in zip(scores[name], base))
+        same = "same" if _argmax(scores[name]) == _argmax(base) else "DIFFERS"
+        print(
+            f"  {name:<38}{wall:>8.2f}{ratio:>9.1f}x{ratio / setup.limit:>10.0%}{diff:>12.1e}"
+            f"  {same}"
+        )
+
+
+def profile(setup: Setup) -> None:
+    """Where each path's time goes (torch.profiler, one run each): attention, the prefix
+    cache's copies, and the operators that take most time."""
+    import copy
+
+    import torch
+    from torch.profiler import ProfilerActivity, record_function
+    from transformers import AttentionInterface
+
+    from autocomp.scoring import generative as gen
+
+    def labelled(label: str, fn: Callable) -> Callable:
+        def run(*args, **kwargs):
+            with record_function(label):
+                return fn(*args, **kwargs)
+
+        return run
+
+    mapping = AttentionInterface._global_mapping
+    saved = dict(mapping), gen._split_attention, copy.deepcopy
+    mapping["sdpa"] = labelled("attention", mapping["sdpa"])
+    gen._split_attention = labelled("attention", gen._split_attention)
+    mapping.pop(gen._SPLIT, None)  # registered again, labelled, on first use
+    copy.deepcopy = labelled("cache copy", copy.deepcopy)
+    cache_class = type(setup.scorer.model(**setup.prefix, use_cache=True).past_key_values)
+    repeat = cache_class.batch_repeat_interleave
+    cache_class.batch_repeat_interleave = labelled("cache copy", repeat)
+    try:
+        for name, fn in setup.paths().items():
+            with (
+                torch.profiler.profile(activities=[ProfilerActivity.CPU]) as prof,
+                record_function("path"),
+            ):
+                fn()
+            events = {e.key: e for e in prof.key_averages()}
+            total = events["path"].cpu_time_total
+            shares = ", ".join(
+                f"{label} {events[label].cpu_time_total / total:.0%}"
+                for label in ("attention", "cache copy")
+                if label in events
+            )
+            print(f"  {name}: {total / 1e6:.2f} s profiled; {shares or 'no labelled parts'}")
+            top = sorted(
+                (e for e in events.values() if e.key.startswith("aten::")),
+                key=lambda e: e.self_cpu_time_total,
+                reverse=True,
+            )[:6]
+            print(
+                "    " + ", ".join(f"{e.key[6:]} {e.self_cpu_time_total / total:.0%}" for e in top)
+            )
+    finally:
+        mapping.clear()
+        mapping.update(saved[0])
+        gen._split_attention, copy.deepcopy = saved[1], saved[2]
+        cache_class.batch_repeat_interleave = repeat
 
 
 def per_item_loop(scorer, items: list[list[str]], images: list) -> list[list[float]]:
@@ -260,6 +396,10 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=40, help="Color N=3 items (contrastive)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=128, help="candidates per generative chunk")
+    parser.add_argument("--width", type=int, default=256, help="generative: 0 = tiny as built")
+    parser.add_argument("--layers", type=int, default=2, help="generative: with --width")
+    parser.add_argument("--heads", type=int, default=8, help="generative: with --width")
+    parser.add_argument("--profile", action="store_true", help="generative: where time goes")
     parser.add_argument("--skip-generative", action="store_true")
     parser.add_argument("--skip-contrastive", action="store_true")
     args = parser.parse_args()
@@ -268,10 +408,13 @@ def main() -> None:
         for model in ("tiny-clip", "tiny-siglip"):
             contrastive(model, args.items, args.repeats)
     if not args.skip_generative:
-        print("generative (CPU, tiny random-weight VLMs):")
-        for model in args.models:
-            generative(model, 0, args.repeats, args.chunk)
-        generative("tiny-qwen2.5-vl", 540, args.repeats, args.chunk)
+        print("generative (CPU, random-weight VLMs):")
+        wide = (args.width, args.layers, args.heads) if args.width else None
+        for model in args.models:  # Qwen-VL: 540 image tokens; LLaVA's tiny tower gives 17
+            setup = Setup(model, 540, args.chunk, wide)
+            generative(setup, args.repeats)
+            if args.profile:
+                profile(setup)
 
 
 if __name__ == "__main__":

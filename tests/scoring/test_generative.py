@@ -1,7 +1,7 @@
 import pytest
 from PIL import Image
 
-from autocomp.scoring import ScoreRequest, load_scorer
+from autocomp.scoring import ScoreRequest, generative, load_scorer
 
 VLMS = ["tiny-qwen2.5-vl", "tiny-llava"]
 CAPTIONS = [
@@ -28,11 +28,21 @@ def requests():
     return reqs + [ScoreRequest(None, c) for c in CAPTIONS[:2]]
 
 
-@pytest.mark.parametrize("packed", [False, True])
+def use_mode(scorer, mode: str, monkeypatch) -> None:
+    """split: attention split over the one prefix cache (the default; "split-math" with the
+    attention written out in float32, the path off CPU); repeated: the prefix cache copied per
+    candidate; packed: a chunk as one row with a 4D mask."""
+    scorer.split = mode.startswith("split")
+    scorer.packed = mode == "packed"
+    if mode == "split-math":
+        monkeypatch.setattr(generative, "_flash_cpu", lambda: False)
+
+
+@pytest.mark.parametrize("mode", ["split", "split-math", "repeated", "packed"])
 @pytest.mark.parametrize("model", VLMS)
-def test_shared_prefix_equals_naive(model, images, packed):
+def test_shared_prefix_equals_naive(model, images, mode, monkeypatch):
     shared = load_scorer(model, device="cpu", chunk_size=3)
-    shared.packed = packed  # candidates of a chunk in one row with a 4D mask, or a repeated cache
+    use_mode(shared, mode, monkeypatch)
     naive = load_scorer(model, device="cpu", naive=True)
     a, b = shared.score(requests(), images), naive.score(requests(), images)
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4
@@ -45,6 +55,46 @@ def test_shared_prefix_equals_naive(model, images, packed):
     # chunks of 3: 5 captions -> 2 chunks per image, 2 blind captions -> 1 chunk
     assert shared.calls["chunks"] == 5
     assert all(s < 0 for s in a)
+
+
+def test_split_attention_is_used_and_restored(images, monkeypatch):
+    """The split attention runs once per layer and chunk, and the model's own attention setting
+    is back afterwards (the next prefix pass must use it)."""
+    scorer = load_scorer("tiny-qwen2.5-vl", device="cpu", chunk_size=4)
+    calls = []
+    real = generative._split_attention
+
+    def counted(module, *args, **kwargs):
+        calls.append(module.layer_idx)
+        return real(module, *args, **kwargs)
+
+    from transformers import AttentionInterface
+
+    monkeypatch.setitem(AttentionInterface._global_mapping, generative._SPLIT, counted)
+    text = scorer.model.config.get_text_config()
+    before = text._attn_implementation
+    scorer.score([ScoreRequest("square", c) for c in CAPTIONS], images)
+    layers = text.num_hidden_layers
+    assert calls == list(range(layers)) * 2  # 5 captions, chunks of 4: 2 chunks
+    assert text._attn_implementation == before
+
+
+def test_a_window_shorter_than_the_context_falls_back_to_the_repeated_cache(images, monkeypatch):
+    """A sliding-window layer that would cut into the prefix cannot use the split attention
+    (it attends to the whole prefix); the chunk runs over a repeated cache, same scores."""
+    scorer = load_scorer("tiny-llava", device="cpu", chunk_size=2)
+    reference = scorer.score(requests(), images)
+    real = generative._split_attention
+
+    def windowed(*args, **kwargs):
+        return real(*args, **{**kwargs, "sliding_window": 8})
+
+    from transformers import AttentionInterface
+
+    monkeypatch.setitem(AttentionInterface._global_mapping, generative._SPLIT, windowed)
+    got = scorer.score(requests(), images)
+    assert scorer.split is False
+    assert max(abs(x - y) for x, y in zip(got, reference)) <= 1e-4
 
 
 @pytest.mark.parametrize("model", VLMS)
@@ -112,3 +162,43 @@ def test_score_stage_with_a_generative_model(tmp_path):
         lambda: load_scorer(entry.name, device="cpu"), ScoreConfig(blind=True),
     )  # fmt: skip
     assert blind.num_rows == summary.num_rows
+
+
+@pytest.mark.parametrize("model", VLMS)
+def test_benchmark_baseline_equals_the_shared_path(model, images):
+    """benchmarks/scoring_throughput.py's fair baseline (candidates batched, each row the whole
+    prefix, no cache) gives the shared path's scores: captions of different lengths, chunks
+    crossing the candidate list (7 captions, batches of 3)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from scoring_throughput import batched_no_sharing
+
+    scorer = load_scorer(model, device="cpu", chunk_size=3)
+    captions = CAPTIONS + ["A cat.", "Two green cubes to the left of a red sphere."]
+    prefix = scorer._prefix_inputs(images["tall"])
+    baseline = batched_no_sharing(scorer, prefix, scorer._caption_ids(captions), 3)
+    shared = scorer.score([ScoreRequest("tall", c) for c in captions], images)
+    assert max(abs(x - y) for x, y in zip(shared, baseline)) <= 1e-4
+    assert scorer.calls["chunks"] == 3
+
+
+def test_chunks_grow_on_a_gpu_with_free_memory_until_an_out_of_memory(monkeypatch):
+    """On a GPU a chunk holds what a quarter of the free memory holds (never fewer than
+    chunk_size, never more than the candidates); after an out-of-memory it stays shrunk."""
+    import torch
+
+    scorer = load_scorer("tiny-llava", device="cpu", chunk_size=4)
+    ids = [[1] * 10] * 500
+    assert scorer._chunk_limit(ids, 600) == 4  # CPU: chunk_size
+    scorer.device = "cuda"
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (8 << 30, 16 << 30))
+    assert scorer._chunk_limit(ids, 600) == 500  # 2 GiB hold all 500 tiny-model candidates
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1 << 20, 16 << 30))
+    assert scorer._chunk_limit(ids, 600) == 4  # 1 MiB free: no growth below chunk_size
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (64 << 20, 16 << 30))
+    fits = scorer._chunk_limit(ids, 600)
+    assert 4 < fits < 500
+    scorer.grow = False  # what an out-of-memory error sets
+    assert scorer._chunk_limit(ids, 600) == 4

@@ -4,23 +4,30 @@ For each image, the chat prompt (the image and an instruction in the user turn, 
 assistant turn opening) is the *prefix*; each candidate caption is the continuation. The score is
 the sum of log p(token) over the caption's tokens (tokenised on their own, no special tokens).
 
-Shared prefix (the default): the prefix runs once per image; its KV cache is copied and repeated
-for a chunk of candidates, which then run only their own tokens; the first caption token is
-scored from the prefix's last logits. With `packed = True` a chunk instead runs as one packed
-row after the prefix, each candidate attending to the prefix's cache and to its own tokens only
-(a 4D mask, positions as if alone): no copy of the cache per candidate, but attention over the
-masked candidate x candidate block. Both give the naive path's scores; on a 2-core CPU the
-repeated cache was faster at chunks of 16-32 and even at 64-128, so it stays the default until
-`benchmarks/gpu.sh` measures both on a GPU. Chunks start at
-`chunk_size` candidates and halve on out-of-memory until they fit. `naive=True` runs one full
-forward per candidate: the reference the shared path is tested against. Blind requests (image
-None) use the same prompt without the image (paper A.8).
+Shared prefix (the default): the prefix runs once per image into a batch-1 KV cache; candidates
+then run in chunks, each a batch of only its own tokens (right padded), and the first caption
+token is scored from the prefix's last logits. The language model's attention is swapped, for
+the chunk only, for a split attention (`_split_attention`, the cascade/Hydragen decomposition):
+every candidate's queries are folded into one sequence per K/V head that attends to the one
+prefix cache in a single fused call, each candidate attends causally to its own tokens in a
+second, and the two are merged by their log-sum-exps. Nothing is copied per candidate and no
+mask is built. Where that cannot reproduce a layer (a sliding window that cuts into the prefix,
+logit soft-capping) chunks fall back to the prefix cache copied and repeated per candidate
+(`split = False`); `packed = True` runs a chunk as one packed row with a 4D mask instead (kept
+for comparison). All give the naive path's scores to float rounding. Chunks hold `chunk_size`
+candidates (on a GPU more, as many as a quarter of the free memory holds) and halve on
+out-of-memory until they fit. `naive=True` runs
+one full forward per candidate: the reference the shared path is tested against. Blind requests
+(image None) use the same prompt without the image (paper A.8).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
 from typing import Any
 
 from autocomp.devices import select_device, select_dtype
@@ -40,6 +47,8 @@ def _is_oom(exc: BaseException) -> bool:
 class VlmScorer:
     """Scores captions by their log-likelihood under a vision-language model."""
 
+    split = True  # chunks attend to the one prefix cache through the split attention
+    grow = True  # on a GPU, chunks larger than chunk_size where free memory holds them
     packed = False  # chunks as one packed row (no cache copies) instead of a repeated cache
 
     def __init__(
@@ -188,7 +197,7 @@ class VlmScorer:
         import torch
 
         self._forget_rope_deltas()
-        out = self.model(**prefix, use_cache=True)
+        out = self.model(**prefix, use_cache=True, logits_to_keep=1)  # only the last is read
         self.calls["prefix_forwards"] += 1
         cache = out.cache if hasattr(out, "cache") else out.past_key_values
         last = torch.log_softmax(out.logits[0, -1].float(), -1)
@@ -196,25 +205,79 @@ class VlmScorer:
         results: list[float] = []
         start = 0
         while start < len(ids):
-            size = min(self.chunk_size, len(ids) - start)
+            size = min(self._chunk_limit(ids, prefix["input_ids"].shape[1]), len(ids) - start)
             try:
                 results += self._chunk(prefix, cache, last, rope_deltas, ids[start : start + size])
             except (torch.OutOfMemoryError, RuntimeError) as exc:
-                if not _is_oom(exc) or self.chunk_size == 1:
+                if not _is_oom(exc) or size == 1:
                     raise
-                self.chunk_size = max(1, self.chunk_size // 2)
+                self.chunk_size, self.grow = max(1, size // 2), False
                 if self.device.startswith("cuda"):
                     torch.cuda.empty_cache()
                 continue
             start += size
         return results
 
+    def _chunk_limit(self, ids: list[list[int]], length: int) -> int:
+        """Candidates per chunk: `chunk_size`; on a GPU, more if a quarter of the free memory
+        holds them (per caption token about 12 bytes per vocabulary entry for the logits and
+        their float copy, 8 per head and prefix token for the attention's float32 scores, and
+        64 x hidden + 12 x intermediate bytes of activations), until an out-of-memory error
+        has shrunk the chunk once."""
+        if not (self.grow and self.device.startswith("cuda")):
+            return self.chunk_size
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+        text = self.model.config.get_text_config()
+        per_token = 12 * text.vocab_size + 64 * text.hidden_size
+        per_token += 8 * text.num_attention_heads * length
+        per_token += 12 * getattr(text, "intermediate_size", 4 * text.hidden_size)
+        fits = free // 4 // (per_token * max(len(c) for c in ids))
+        return int(max(self.chunk_size, min(fits, len(ids), 4096)))
+
     def _chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
     ) -> list[float]:
         if self.packed:
             return self._packed_chunk(prefix, cache, last, rope_deltas, ids)
+        if self.split:
+            try:
+                return self._split_chunk(prefix, cache, last, rope_deltas, ids)
+            except _NotSplittable:
+                self.split = False  # e.g. a sliding window shorter than prefix + caption
         return self._repeated_chunk(prefix, cache, last, rope_deltas, ids)
+
+    def _padded(self, ids: list[list[int]]) -> tuple[Any, Any]:
+        """Candidates right-padded into a batch: token ids and a 0/1 mask of real tokens."""
+        import torch
+
+        width = max(len(c) for c in ids)
+        cand = torch.tensor([c + [0] * (width - len(c)) for c in ids], device=self.device)
+        mask = torch.tensor([[1] * len(c) + [0] * (width - len(c)) for c in ids])
+        return cand, mask.to(self.device)
+
+    def _split_chunk(
+        self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
+    ) -> list[float]:
+        """Score a chunk of candidates as a batch of their own tokens, with attention split into
+        the prefix part (every candidate's queries against the one batch-1 prefix cache, as one
+        matrix product: the cache is read once per chunk, never copied) and the candidate's own
+        causal part, merged exactly by their softmax normalisers (`_split_attention`). Right
+        padding needs no mask: a real token never attends to a later (padding) position."""
+        import torch
+
+        cand, mask = self._padded(ids)
+        length = prefix["input_ids"].shape[1]
+        positions = torch.arange(length, length + cand.shape[1], device=self.device)
+        positions = positions.expand(cand.shape[0], -1)
+        if rope_deltas is not None:  # multimodal RoPE (Qwen-VL): 3 x batch x length
+            positions = (positions + rope_deltas.to(self.device)).unsqueeze(0).expand(3, -1, -1)
+        with _split_attention_over(self.model, cache):
+            logits = self.model(input_ids=cand, position_ids=positions, use_cache=False).logits
+        self.calls["candidate_forwards"] += len(ids)
+        self.calls["chunks"] += 1
+        return _summed(logits, last, cand, mask)
 
     def _repeated_chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
@@ -225,13 +288,9 @@ class VlmScorer:
 
         import torch
 
-        count, width = len(ids), max(len(c) for c in ids)
+        cand, mask = self._padded(ids)
+        count, width = cand.shape
         length = prefix["input_ids"].shape[1]
-        cand = torch.zeros(count, width, dtype=torch.long, device=self.device)
-        mask = torch.zeros(count, width, dtype=torch.long, device=self.device)
-        for j, caption in enumerate(ids):
-            cand[j, : len(caption)] = torch.tensor(caption, device=self.device)
-            mask[j, : len(caption)] = 1
         chunk_cache = copy.deepcopy(cache)
         chunk_cache.batch_repeat_interleave(count)
         attention = torch.cat([prefix["attention_mask"].expand(count, -1), mask], 1)
@@ -243,10 +302,7 @@ class VlmScorer:
         ).logits
         self.calls["candidate_forwards"] += count
         self.calls["chunks"] += 1
-        logp = torch.log_softmax(logits.float(), -1)
-        first = last[cand[:, :1]]
-        rest = logp[:, :-1].gather(2, cand[:, 1:, None]).squeeze(-1)
-        return (torch.cat([first, rest], 1) * mask).sum(1).tolist()
+        return _summed(logits, last, cand, mask)
 
     def _packed_chunk(
         self, prefix: dict[str, Any], cache: Any, last: Any, rope_deltas: Any, ids: list[list[int]]
@@ -295,6 +351,132 @@ def _cut_back(cache: Any, length: int) -> None:
         extra = layer.get_seq_length() - length
         if extra > 0:
             layer.crop(-extra)
+
+
+class _NotSplittable(Exception):
+    """The split attention cannot reproduce this layer's attention (e.g. a sliding window that
+    cuts into the prefix); the chunk runs over a repeated cache instead."""
+
+
+_SPLIT = "autocomp_split_prefix"
+_PREFIX_CACHE: ContextVar[Any] = ContextVar("autocomp_prefix_cache", default=None)
+
+
+@contextmanager
+def _split_attention_over(model: Any, cache: Any) -> Iterator[None]:
+    """While the block runs, the language model's attention layers use `_split_attention` over
+    `cache` (the batch-1 prefix cache); their attention setting is restored afterwards."""
+    from transformers import AttentionInterface
+
+    if _SPLIT not in AttentionInterface._global_mapping:
+        AttentionInterface.register(_SPLIT, _split_attention)
+    config = model.config.get_text_config()
+    before = config._attn_implementation
+    token = _PREFIX_CACHE.set(cache)
+    config._attn_implementation = _SPLIT
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
+        _PREFIX_CACHE.reset(token)
+
+
+def _split_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """Attention of a batch of candidates over [one shared prefix ; each candidate's own causal
+    tokens], without repeating the prefix K/V per candidate (cascade/Hydragen-style).
+
+    query: batch x heads x S x d; key/value: the candidates' own, batch x kv_heads x S x d; the
+    prefix K/V (1 x kv_heads x P x d) come from the cache set by `_split_attention_over`. Every
+    candidate's queries are folded into one sequence per K/V head and attend to the prefix in
+    one call; each candidate attends causally to its own tokens in a second; the two partial
+    results are merged by their log-sum-exps, which equals attention over the concatenated
+    keys up to float rounding."""
+    import torch
+
+    window = kwargs.get("sliding_window")
+    layer = _PREFIX_CACHE.get().layers[module.layer_idx]
+    prefix_key, prefix_value = layer.keys, layer.values
+    if kwargs.get("softcap") is not None or (
+        window and prefix_key.shape[2] + query.shape[2] > window
+    ):
+        raise _NotSplittable(module.layer_idx)
+    batch, heads, size, dim = query.shape
+    kv_heads = key.shape[1]
+    groups = heads // kv_heads
+    scale = dim**-0.5 if scaling is None else scaling
+    # prefix part: per K/V head, all (candidate, position, group) queries as one sequence
+    folded = query.transpose(1, 2).reshape(batch, size, kv_heads, groups, dim)
+    folded = folded.permute(2, 0, 1, 3, 4).reshape(1, kv_heads, -1, dim)
+    shared, shared_lse = _attend(folded, prefix_key, prefix_value, False, scale)
+    shared = shared.reshape(kv_heads, batch, size, groups, dim).permute(1, 2, 0, 3, 4)
+    shared_lse = shared_lse.reshape(kv_heads, batch, size, groups).permute(1, 2, 0, 3)
+    # own part: each candidate's causal attention to its own tokens (small: S x S)
+    own, own_lse = _attend(
+        query, key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1), True, scale
+    )
+    own = own.transpose(1, 2).reshape(batch, size, kv_heads, groups, dim)
+    own_lse = own_lse.transpose(1, 2).reshape(batch, size, kv_heads, groups)
+    # merged: each part weighted by its share of the whole softmax normaliser
+    total = torch.logaddexp(shared_lse, own_lse)
+    out = own.float() * torch.exp(own_lse - total)[..., None]
+    out.addcmul_(shared.float(), torch.exp(shared_lse - total)[..., None])
+    return out.to(query.dtype).reshape(batch, size, heads, dim), None
+
+
+def _attend(query: Any, key: Any, value: Any, causal: bool, scale: float) -> tuple[Any, Any]:
+    """Softmax attention (same number of heads) and its log-sum-exp per query (float32).
+
+    On a CPU, torch's fused flash kernel, which returns both; elsewhere the product written out
+    in float32 (a fused kernel with the log-sum-exp on CUDA is the next step; see
+    docs/performance.md)."""
+    import torch
+
+    if query.device.type == "cpu" and _flash_cpu():
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, 0.0, causal, scale=scale
+        )[:2]
+        return out, lse.float()
+    return _attend_math(query, key, value, causal, scale)
+
+
+def _attend_math(query: Any, key: Any, value: Any, causal: bool, scale: float) -> tuple[Any, Any]:
+    import torch
+
+    scores = (query.float() * scale) @ key.float().transpose(-1, -2)
+    if causal:
+        size = scores.shape[-1]
+        above = torch.ones(size, size, dtype=torch.bool, device=scores.device).triu(1)
+        scores = scores.masked_fill(above, float("-inf"))
+    lse = torch.logsumexp(scores, -1)
+    out = torch.exp(scores - lse[..., None]) @ value.float()
+    return out.to(query.dtype), lse
+
+
+@cache
+def _flash_cpu() -> bool:
+    import torch
+
+    return hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")
+
+
+def _summed(logits: Any, last: Any, cand: Any, mask: Any) -> list[float]:
+    """Each candidate's summed log-likelihood: its first token from the prefix's last
+    log-probabilities `last`, the rest from the chunk's logits; padding masked out."""
+    import torch
+
+    logits = logits[:, :-1].float()  # each position predicts the next caption token
+    rest = logits.gather(2, cand[:, 1:, None]).squeeze(-1) - torch.logsumexp(logits, -1)
+    first = last[cand[:, :1]]
+    return (torch.cat([first, rest], 1) * mask).sum(1).tolist()
 
 
 def has_model_class(name: str) -> bool:
