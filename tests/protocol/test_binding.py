@@ -89,3 +89,23 @@ def test_the_article_and_capitals_are_kept(color):
     assert t.fill(color, ["lamp", "gloves"], ["orange", "green"]) == (
         "Orange lamp beside the pair of green gloves."
     )
+
+
+def test_the_determiner_is_found_as_by_a_search_from_the_cursor():
+    """`_determiner` starts its search late (at the tail before the hole); it must find the same
+    leftmost match as a search from the cursor, on texts full of near-misses."""
+    import random
+
+    from autocomp.protocol.binding import _DETERMINER, _determiner
+
+    pieces = ["a", "an", "the", "A", "The", "pair", "of", "red", "x", "-", "'", "’", ",", "(", "é"]
+    spaces = [" ", "  ", "\n", "\t ", ""]
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) + rng.choice(spaces) for _ in range(rng.randint(0, 8)))
+        text += "cup"
+        start = len(text) - 3
+        cursor = rng.randint(0, start)
+        expected = _DETERMINER.search(text, cursor, start)
+        found = _determiner(text, text[::-1], cursor, start)
+        assert (found.span(), found.groups()) == (expected.span(), expected.groups()), text

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from autocomp.protocol.family import Family
@@ -37,6 +37,10 @@ _DETERMINER = re.compile(
     r"(?P<art>(?<![\w-])(?:an?|the)(?P<ws>\s+))?(?P<pair>pair\s+of\s+)?(?P<adj>[\w'’-]+\s+)?\Z",
     re.IGNORECASE,
 )
+# Read backwards from a hole: up to four whitespace runs, each with the word before it. A
+# determiner match consists of such characters only and holds at most four words ("the pair of
+# red"), so it starts inside this tail: `_DETERMINER` need not be tried left of it.
+_TAIL_REVERSED = re.compile(r"(?:\s+[\w'’-]*){0,4}")
 
 
 class BindingError(ValueError):
@@ -54,8 +58,16 @@ def word_pattern(phrase: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])" + r"\s+".join(words) + r"(?![\w-])", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
+def _finditer(phrase: str) -> Callable[[str], Iterator[re.Match[str]]]:
+    return word_pattern(phrase).finditer
+
+
 def _occurrences(phrase: str, text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in word_pattern(phrase).finditer(text)]
+    return list(map(_SPAN, _finditer(phrase)(text)))
+
+
+_SPAN = re.Match.span
 
 
 @dataclass(frozen=True)
@@ -206,38 +218,58 @@ def _bind_relations(objects: Sequence[str], labels: Sequence[str], text: str) ->
     return spans
 
 
+def _determiner(text: str, reversed_text: str, cursor: int, start: int) -> re.Match[str] | None:
+    """`_DETERMINER.search(text, cursor, start)`, tried only from where a match can start (the
+    tail before `start`, read in `reversed_text`): the same leftmost match, since the lookbehind
+    sees the text left of where a search starts either way."""
+    at = len(text) - start
+    tail = _TAIL_REVERSED.match(reversed_text, at).end() - at
+    return _DETERMINER.search(text, max(cursor, start - tail), start)
+
+
+def _start(span: _Span) -> int:
+    return span[2]
+
+
 def _template(text: str, spans: list[_Span]) -> Template:
-    spans = sorted(spans, key=lambda s: s[2])
+    if len(spans) > 1:
+        spans = sorted(spans, key=_start)
     segments: list[str] = []
     holes: list[Hole] = []
     cursor = 0
+    reversed_text = text[::-1]
     for kind, slot, start, end, attr_end, noun_start in spans:
         if start < cursor:
             raise BindingError("overlap", f"bindings overlap at character {start}")
         region_start = start
-        fields: dict[str, str] = {}
+        article = article_space = pair = adjective = between = ""
         if kind == "object":
-            det = _DETERMINER.search(text, cursor, start)
-            if det and (det.group("art") or det.group("pair")):
-                region_start = det.start()
-                art = det.group("art") or ""
-                fields = {
-                    "article": art[: len(art) - len(det.group("ws") or "")],
-                    "article_space": det.group("ws") or "",
-                    "pair": det.group("pair") or "",
-                    "adjective": det.group("adj") or "",
-                }
+            det = _determiner(text, reversed_text, cursor, start)
+            if det:
+                art, ws, pair, adj = det.group("art", "ws", "pair", "adj")
+                if art or pair:
+                    region_start = det.start()
+                    article_space = ws or ""
+                    article = art[: len(art) - len(article_space)] if art else ""
+                    pair = pair or ""
+                    adjective = adj or ""
+                else:
+                    pair = ""
             if attr_end >= 0:
-                fields["between"] = text[attr_end:noun_start]
+                between = text[attr_end:noun_start]
         segments.append(text[cursor:region_start])
         holes.append(
             Hole(
-                kind=kind,
-                slot=slot,
-                start=region_start,
-                end=end,
-                capital=text[region_start].isupper(),
-                **fields,
+                kind,
+                slot,
+                region_start,
+                end,
+                text[region_start].isupper(),
+                article,
+                article_space,
+                pair,
+                adjective,
+                between,
             )
         )
         cursor = end

@@ -120,7 +120,6 @@ def _pieces(row: CaptionRow) -> list[list[str]]:
     """Per hole, its text for each code followed by the fixed text after it (the caption's head
     in front of the first hole's texts); as `negatives._hole_pieces`."""
     family, objects, labels, template = row.family, row.objects, row.labels, row.template
-    n = len(objects)
     pieces = []
     for hole, after in zip(template.holes, template.segments[1:]):
         key = _hole_key(hole)
@@ -129,7 +128,7 @@ def _pieces(row: CaptionRow) -> list[list[str]]:
         elif family.is_relation:
             texts = [_render(family, key, obj, None) for obj in objects]
         else:
-            texts = [_render(family, key, objects[c // n], labels[c % n]) for c in range(n * n)]
+            texts = [_render(family, key, obj, lab) for obj in objects for lab in labels]
         pieces.append([t + after for t in texts])
     if not pieces:
         raise ProtocolError("a caption template without holes")
@@ -137,6 +136,22 @@ def _pieces(row: CaptionRow) -> list[list[str]]:
     if head:
         pieces[0] = [head + t for t in pieces[0]]
     return pieces
+
+
+def _own_code(relation: bool, n: int, kind: str, slot: int) -> int:
+    """The code of a hole's own value (its slot's object and label): what the identity
+    arrangement puts there."""
+    return slot if relation or kind == "relation" else slot * n + slot
+
+
+def _positive_from(row: CaptionRow, pieces: list[list[str]]) -> str:
+    """The positive from the row's pieces: each hole's own text (as `_positive`, the head and the
+    fixed text included, without rendering again)."""
+    relation, n = row.family.is_relation, len(row.objects)
+    return "".join(
+        texts[_own_code(relation, n, hole.kind, hole.slot)]
+        for hole, texts in zip(row.template.holes, pieces)
+    )
 
 
 def _positive(row: CaptionRow) -> str:
@@ -158,7 +173,7 @@ def _prefix_free(texts: list[str]) -> bool:
     """No text is a prefix of another (nor equal to one): in sorted order, a prefix of any
     later text is a prefix of the text right after it."""
     ordered = sorted(texts)
-    return not any(b.startswith(a) for a, b in zip(ordered, ordered[1:]))
+    return not any(map(str.startswith, ordered[1:], ordered))
 
 
 def _check_distinct(row: CaptionRow, pieces: list[list[str]], shape: Shape) -> None:
@@ -240,16 +255,18 @@ def _sanity_sets(row: CaptionRow) -> tuple[list[str], list[str]]:
 
 def candidate_columns(rows: Sequence[CaptionRow], protocol: str) -> dict[str, pa.Array]:
     """The benchmark columns (`store.tables.BENCHMARK_FIELDS`) for a batch of rows."""
-    positives = [_positive(row) for row in rows]
+    positives: list[str] = [""] * len(rows)
     groups: dict[tuple[bool, int, Shape], list[int]] = {}
     pieces: list[list[list[str]] | None] = [None] * len(rows)
     for i, row in enumerate(rows):
         n = len(row.objects)
         if n == 1:
+            positives[i] = _positive(row)
             continue
         shape = tuple((hole.kind, hole.slot) for hole in row.template.holes)
-        pieces[i] = _pieces(row)
-        _check_distinct(row, pieces[i], shape)
+        pieces[i] = row_pieces = _pieces(row)
+        positives[i] = _positive_from(row, row_pieces)
+        _check_distinct(row, row_pieces, shape)
         groups.setdefault((row.family.is_relation, n, shape), []).append(i)
 
     which = np.full(len(rows), -1, np.int64)  # each row's group (-1: N = 1, no group)
