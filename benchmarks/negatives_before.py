@@ -34,7 +34,8 @@ from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.negatives import build_candidates, chance
 from autocomp.protocol.stages import _caption_column, _worker_init, family_record
-from autocomp.store.tables import BENCHMARK_FIELDS, StreamWriter, open_parquet, provenance
+from autocomp.store.catalog.schemas import BENCHMARK_FIELDS
+from autocomp.store.tables import StreamWriter, open_parquet, provenance
 
 
 def bind(family: Family, objects: Sequence[str], labels: Sequence[str], text: str) -> Template:

@@ -14,7 +14,7 @@ import pytest
 from autocomp.analysis.agreement import fleiss_kappa, human_agreement, per_annotator_scores
 from autocomp.analysis.report import build_tables, load_run
 from autocomp.cli.main import main
-from autocomp.generation.validate import VERDICTS_SCHEMA
+from autocomp.store.catalog.schemas import VERDICTS_SCHEMA
 from autocomp.store.tables import provenance, write_table
 from tests.audit.conftest import write_run
 

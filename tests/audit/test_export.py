@@ -13,9 +13,10 @@ import pytest
 from PIL import Image
 
 from autocomp.audit.config import AuditConfig
-from autocomp.audit.export import concept_of, export_study
+from autocomp.audit.export import export_study
 from autocomp.cli.main import main
 from autocomp.errors import UsageError
+from autocomp.store.catalog.ids import concept_of
 
 
 def _key(study):

@@ -9,8 +9,8 @@ import pytest
 from autocomp.config import CurateConfig
 from autocomp.errors import UsageError
 from autocomp.generation.curate import curate_stage
-from autocomp.generation.render import RENDER_SCHEMA
-from autocomp.generation.validate import CHECKS, VERDICTS_SCHEMA
+from autocomp.generation.validate import CHECKS
+from autocomp.store.catalog.schemas import RENDER_SCHEMA, VERDICTS_SCHEMA
 from autocomp.store.shards import read_stage, shard_of, shard_path
 from autocomp.store.tables import write_table
 

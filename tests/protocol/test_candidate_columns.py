@@ -21,7 +21,7 @@ from autocomp.protocol.concepts import sample_concepts
 from autocomp.protocol.family import load_family
 from autocomp.protocol.minimal import minimal_caption, spec_text
 from autocomp.protocol.negatives import build_candidates, chance
-from autocomp.store.tables import BENCHMARK_FIELDS
+from autocomp.store.catalog.schemas import BENCHMARK_FIELDS
 
 SPECS = [("color", 1), ("color", 2), ("color", 3), ("shape_color", 1), ("shape_color", 3),
          ("position", 2), ("position", 3), ("relative_size", 2), ("relative_size", 3)]  # fmt: skip

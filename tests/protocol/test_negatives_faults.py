@@ -14,7 +14,8 @@ import pytest
 
 import autocomp
 from autocomp.config import NegativesConfig
-from autocomp.protocol.stages import negatives_stage, remove_stale_temporaries, sample_stage
+from autocomp.protocol.stages import negatives_stage, sample_stage
+from autocomp.store.atomic import sweep_stale
 
 SRC = str(Path(autocomp.__file__).parents[1])
 
@@ -112,7 +113,7 @@ def test_killed_run_leaves_no_orphans_and_a_rerun_writes_the_same_bytes(concepts
     assert not out.exists()
     if how == "SIGKILL":  # nothing ran in the parent: its temporary file stays for the next run
         assert len(left) == 1
-        assert remove_stale_temporaries(out) == left
+        assert sweep_stale(tmp_path) == left
     else:  # SIGTERM and Ctrl-C clean up on the way out
         assert left == [], proc.stderr.read()
     negatives_stage(concepts / "concepts.parquet", out, NegativesConfig(workers=2))
@@ -160,5 +161,5 @@ def test_a_live_runs_temporary_file_is_left_alone(tmp_path):
     mine.write_bytes(b"in progress")
     dead = tmp_path / f".{out.name}.tmp-999999999"
     dead.write_bytes(b"left by a killed run")
-    assert remove_stale_temporaries(out) == [dead]
+    assert sweep_stale(tmp_path) == [dead]
     assert mine.exists()

@@ -10,7 +10,8 @@ from autocomp.cli.main import main
 from autocomp.config import NegativesConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.store.tables import CONCEPTS_SCHEMA, read_metadata
+from autocomp.store.catalog.schemas import CONCEPTS_SCHEMA
+from autocomp.store.tables import read_metadata
 
 
 def run_cli(*args):

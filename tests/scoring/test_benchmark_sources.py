@@ -10,9 +10,9 @@ from PIL import Image
 from autocomp.config import NegativesConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.scoring.benchmark import check_source, open_benchmark, resolve_benchmark
 from autocomp.scoring.stage import check_benchmark, load_image
 from autocomp.store import publish
+from autocomp.store.catalog.benchmarks import check_source, open_benchmark, resolve_benchmark
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 
 from autocomp.analysis import finetune as finetune_analysis
 from autocomp.errors import UsageError
-from autocomp.store.tables import with_sample_keys
+from autocomp.store.catalog.benchmarks import open_benchmark
+from autocomp.store.catalog.ids import with_sample_keys
 
 BENCH_COLUMNS = [
     "sample_id",
@@ -38,17 +39,16 @@ def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
         raise UsageError(
             option, str(run), "no such folder; give a run folder (see autocomp report --help)"
         )
-    bench_dir = run / "benchmark"
-    files = sorted((bench_dir / "data").glob("*.parquet")) if bench_dir.is_dir() else []
-    if not files and (run / "benchmark.parquet").is_file():
-        files = [run / "benchmark.parquet"]
-    if not files:
+    bench_dir, table = run / "benchmark", run / "benchmark.parquet"
+    published = any((bench_dir / "data").glob("*.parquet"))
+    if bench_dir.is_dir() and (published or not table.is_file()):
+        source = open_benchmark(bench_dir)  # published (data/*.parquet) or a folder of parts
+    elif table.is_file():
+        source = open_benchmark(table)
+    else:
         raise UsageError(option, str(run), "holds no benchmark/ folder or benchmark.parquet")
-    available = pq.read_schema(files[0]).names
-    columns = [c for c in (*BENCH_COLUMNS, "concept_id") if c in available]
-    benchmark = with_sample_keys(
-        pa.concat_tables([pq.read_table(f, columns=columns) for f in files])
-    )
+    columns = [c for c in (*BENCH_COLUMNS, "concept_id") if c in source.schema.names]
+    benchmark = with_sample_keys(source.read(columns))
     results = sorted(p for p in (run / "results").glob("*") if (p / "predictions").is_dir())
     if not results:
         raise UsageError(option, str(run), "holds no results/<model>/ score outputs")
@@ -71,7 +71,7 @@ def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
         "benchmark": benchmark,
         "predictions": predictions,
         "models": models,
-        "meta": json.loads((pq.read_schema(files[0]).metadata or {}).get(b"autocomp", b"{}")),
+        "meta": source.metadata,
         **{k: pq.read_table(v) if v.is_file() else None for k, v in optional.items()},
         "human": _read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
         "judges": {

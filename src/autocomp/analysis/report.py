@@ -4,7 +4,7 @@ LaTeX, from stored tables only.
 A run folder holds:
 
     benchmark/            the published benchmark (data/*.parquet, concepts.parquet,
-                          survival.parquet), or benchmark.parquet
+                          survival.parquet) or a folder of *.parquet parts; or benchmark.parquet
     results/<model>/      one `autocomp score` output per model
     human/*.csv           optional: annotations, columns annotator,sample_id,task,answer with
                           task `valid` (answer yes/no: the image shows its caption), `swap` or
@@ -41,7 +41,7 @@ from autocomp.analysis.paper_tables import layout_of, paper_tables
 from autocomp.analysis.survival import survival_funnel
 from autocomp.analysis.wide import to_csv
 from autocomp.errors import UsageError
-from autocomp.store.tables import sweep_stale
+from autocomp.store.atomic import scratch_folder, sweep_stale
 
 # ----------------------------------------------------------------------------- human studies
 
@@ -219,10 +219,8 @@ def _write_report(
     # everything is written into a staging folder first, then swapped in: a failed report leaves
     # the previous one whole, and a new report never keeps an older report's extra tables
     sweep_stale(out.parent)
-    staging = out.parent / f".{out.name}.report-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "tables").mkdir(parents=True)
-    try:
+    with scratch_folder(out) as staging:
+        (staging / "tables").mkdir()
         for name, table in tables.items():
             pq.write_table(table, staging / "tables" / f"{name}.parquet")
             pcsv.write_csv(table, staging / "tables" / f"{name}.csv")
@@ -238,8 +236,6 @@ def _write_report(
         shutil.rmtree(out / "tables", ignore_errors=True)
         os.replace(staging / "tables", out / "tables")
         os.replace(staging / "index.html", out / "index.html")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return {
         "html": out / "index.html",
         "tables": sorted(tables),

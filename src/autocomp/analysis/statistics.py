@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from autocomp.protocol.negatives import arrangements
+from autocomp.store.catalog.ids import concept_of
 
 CELL = ("model", "family", "n", "condition", "set", "protocol", "score_type")
 CONFIDENCE = 0.95
@@ -42,11 +43,6 @@ def _table(rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
     if not rows:
         return pa.table({c: pa.array([], pa.null()) for c in columns})
     return pa.Table.from_pylist(rows).select(list(columns))
-
-
-def concept_of(sample_id: str) -> str:
-    """The concept of a sample id (`<concept_id>/<condition>`)."""
-    return sample_id.rsplit("/", 1)[0] if "/" in sample_id else sample_id
 
 
 def with_score_type(predictions: pa.Table) -> pa.Table:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ import pyarrow.parquet as pq
 from autocomp.audit.config import KEY_FILE
 from autocomp.audit.study import Study
 from autocomp.errors import UsageError
-from autocomp.store.tables import atomic_path, provenance
+from autocomp.store.atomic import write_json, write_text
+from autocomp.store.tables import provenance
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
@@ -30,8 +30,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
-    with atomic_path(path) as tmp:
-        tmp.write_text(buffer.getvalue(), encoding="utf-8")
+    write_text(path, buffer.getvalue())
 
 
 def collected_rows(study: Study) -> tuple[dict[str, list[list[str]]], dict[str, list[list[str]]]]:
@@ -93,6 +92,5 @@ def collect_stage(study_dir: str | Path, out: str | Path) -> dict[str, Any]:
         study_made_by=manifest.get("autocomp_version"),
         answers=summary,
     )
-    with atomic_path(out / "audit.json") as tmp:
-        tmp.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+    write_json(out / "audit.json", document)
     return summary

@@ -23,14 +23,12 @@ import json
 import os
 import random
 import secrets
-import shutil
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from autocomp.audit.config import (
     ANSWERS_DIR,
@@ -42,76 +40,42 @@ from autocomp.audit.config import (
     annotator_names,
 )
 from autocomp.errors import UsageError
-from autocomp.store.tables import open_parquet, provenance, write_table
+from autocomp.store.atomic import atomic_folder
+from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
+from autocomp.store.catalog.ids import concept_of
+from autocomp.store.catalog.schemas import AUDIT_KEY_SCHEMA
+from autocomp.store.tables import provenance, write_table
 
 NEEDED = ("sample_id", "family", "n", "condition", "caption", "objects", "image")
 CHOICE = ("swap_negatives", "confusion_negatives")
-KEY_SCHEMA = pa.schema(
-    [
-        ("key", pa.int32()),
-        ("sample_id", pa.string()),
-        ("family", pa.string()),
-        ("n", pa.int8()),
-        ("condition", pa.string()),
-        ("accepted", pa.bool_()),
-        ("task", pa.string()),
-        ("question", pa.string()),
-        ("prompt", pa.string()),
-        ("options", pa.list_(pa.string())),
-        ("correct", pa.string()),
-        ("image", pa.string()),
-    ]
-)
-
-
-def concept_of(sample_id: str) -> str:
-    return sample_id.rsplit("/", 1)[0]
 
 
 # ----------------------------------------------------------------------------- reading
 
 
-def benchmark_files(benchmark: Path) -> list[Path]:
-    """The Parquet files of a benchmark: a published folder (data/*.parquet, images embedded) or
-    one table (benchmark.parquet, image paths relative to --images)."""
-    if benchmark.is_dir():
-        files = sorted((benchmark / "data").glob("*.parquet"))
-        if not files:
-            raise UsageError(
-                "--benchmark", str(benchmark), "holds no data/*.parquet; give a published "
-                "benchmark folder or a benchmark table (autocomp negatives)"
-            )  # fmt: skip
-        return files
-    open_parquet(benchmark, "--benchmark")
-    return [benchmark]
+def read_benchmark(benchmark: Benchmark) -> list[dict[str, Any]]:
+    """The rows the study draws from (every column but the image)."""
+    names = benchmark.schema.names
+    missing = [c for c in (*NEEDED, *CHOICE) if c not in names]
+    if missing:
+        raise UsageError(
+            "--benchmark", str(benchmark.path), f"missing column(s) {', '.join(missing)}; give a "
+            "benchmark with images (autocomp negatives on a curated table, or a published one)"
+        )  # fmt: skip
+    optional = ["accepted", "swap_same_scene", "confusion_same_scene"]
+    columns = [c for c in NEEDED if c != "image"] + [*CHOICE]
+    columns += [c for c in optional if c in names]
+    return benchmark.read(columns).to_pylist()
 
 
-def read_benchmark(benchmark: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for path in benchmark_files(benchmark):
-        schema = open_parquet(path, "--benchmark").schema_arrow
-        missing = [c for c in (*NEEDED, *CHOICE) if c not in schema.names]
-        if missing:
-            raise UsageError(
-                "--benchmark", str(path), f"missing column(s) {', '.join(missing)}; give a "
-                "benchmark with images (autocomp negatives on a curated table, or a published one)"
-            )  # fmt: skip
-        optional = ["accepted", "swap_same_scene", "confusion_same_scene"]
-        columns = [c for c in NEEDED if c != "image"] + [*CHOICE]
-        columns += [c for c in optional if c in schema.names]
-        rows += pq.read_table(path, columns=columns).to_pylist()
-    return rows
-
-
-def read_images(benchmark: Path, samples: set[str]) -> dict[str, Any]:
+def read_images(benchmark: Benchmark, samples: set[str]) -> dict[str, Any]:
     """sample -> image reference (embedded {bytes, path} or a path) for the chosen samples
     only: a published benchmark embeds every image, and a study needs a few hundred."""
     refs: dict[str, Any] = {}
-    for path in benchmark_files(benchmark):
-        for batch in pq.ParquetFile(path).iter_batches(columns=["sample_id", "image"]):
-            for sid, ref in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                if sid in samples:
-                    refs[sid] = ref
+    for batch in benchmark.batches(65536, columns=["sample_id", "image"]):
+        for sid, ref in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            if sid in samples:
+                refs[sid] = ref
     return refs
 
 
@@ -293,18 +257,23 @@ def _fingerprint(files: list[Path]) -> str:
 
 
 def export_study(
-    benchmark: str | Path, out: str | Path, config: AuditConfig, images_root: str | Path | None
+    benchmark: str | Path | Benchmark,
+    out: str | Path,
+    config: AuditConfig,
+    images_root: str | Path | None,
 ) -> dict[str, Any]:
-    """Write the study folder `out` (which must not exist yet); return the annotators' tokens
-    and the item counts."""
-    benchmark, out = Path(benchmark), Path(out)
+    """Write the study folder `out` (which must not exist yet) from `benchmark` (a table, a
+    folder of parts or an opened Benchmark, autocomp.store.catalog.benchmarks); return the
+    annotators' tokens and the item counts."""
+    out = Path(out)
     if out.exists():
         raise UsageError("--out", str(out), "already exists; give a new folder for the study")
     if not out.parent.is_dir():
         raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
-    root = Path(images_root) if images_root else (benchmark if benchmark.is_dir() else
-                                                  benchmark.parent)  # fmt: skip
-    rows = read_benchmark(benchmark)
+    source = as_benchmark(benchmark)
+    where = source.path
+    root = Path(images_root) if images_root else (where if where.is_dir() else where.parent)
+    rows = read_benchmark(source)
     images, rejected = draw(rows, config)
     names = {
         s["sample_id"]: hashlib.sha256(f"{config.seed}:{s['sample_id']}".encode()).hexdigest()[:20]
@@ -312,11 +281,10 @@ def export_study(
         for s in images + rejected
     }
     key = build_key(images, rejected, names, config)
-    work = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_folder(out) as work:
         for sub in (IMAGES_DIR, ITEMS_DIR, ANSWERS_DIR):
             (work / sub).mkdir(parents=True)
-        refs = read_images(benchmark, set(names))
+        refs = read_images(source, set(names))
         for s in images + rejected:
             row = {"sample_id": s["sample_id"], "image": refs.get(s["sample_id"])}
             (work / IMAGES_DIR / names[s["sample_id"]]).write_bytes(
@@ -325,9 +293,9 @@ def export_study(
         document = provenance(
             "audit_key",
             config=config.record(),
-            benchmark={"name": benchmark.name, "sha256": _fingerprint(benchmark_files(benchmark))},
+            benchmark={"name": where.name, "sha256": _fingerprint(source.files)},
         )
-        write_table(pa.Table.from_pylist(key, KEY_SCHEMA), work / KEY_FILE, document)
+        write_table(pa.Table.from_pylist(key, AUDIT_KEY_SCHEMA), work / KEY_FILE, document)
         annotators = {}
         for name in annotator_names(config.annotators):
             items = annotator_items(key, name, config.seed)
@@ -347,7 +315,4 @@ def export_study(
         }
         (work / STUDY_FILE).write_text(json.dumps(study, indent=1, sort_keys=True), "utf-8")
         os.chmod(work / STUDY_FILE, 0o600)  # it holds the tokens
-        os.replace(work, out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return study

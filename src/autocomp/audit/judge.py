@@ -15,15 +15,15 @@ RUN/judges/<name>.json  provenance: both judges' configurations, checks compared
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from autocomp.audit.collect import _write_csv
 from autocomp.errors import UsageError
 from autocomp.generation.validate import CHECKS
+from autocomp.store.atomic import write_json
 from autocomp.store.shards import read_stage
-from autocomp.store.tables import atomic_path, provenance
+from autocomp.store.tables import provenance
 
 FAILED = {"fail", "skipped"}
 
@@ -100,6 +100,5 @@ def judge_stage(
         second={"input": Path(verdicts[1]).name, "config": their_config},
         summary=summary,
     )
-    with atomic_path(out / f"{name}.json") as tmp:
-        tmp.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+    write_json(out / f"{name}.json", document)
     return {"name": name, **summary}

@@ -76,7 +76,11 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     sub = audit.add_subparsers(dest="audit_verb", metavar="AUDIT_VERB", required=True)
 
     p = sub.add_parser("export", help="write a blinded, balanced human study from a benchmark")
-    p.add_argument("--benchmark", required=True, help="published folder or benchmark table")
+    p.add_argument(
+        "--benchmark",
+        required=True,
+        help="benchmark table or folder of Parquet parts (published or plain)",
+    )
     p.add_argument("--images", help="root of the table's image paths (default: its folder)")
     p.add_argument("--out", required=True, help="the study folder to create")
     p.add_argument("--concepts", type=int, default=200, help="concepts (x2 images; default 200)")

@@ -20,7 +20,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     """Everything a fine-tuning verb reads is checked before it writes anything."""
     from autocomp.errors import UsageError
     from autocomp.scoring.registry import get_model
-    from autocomp.store.tables import open_parquet
+    from autocomp.store.catalog.benchmarks import open_benchmark
 
     if getattr(args, "k", None) is not None and args.k < 0:
         raise UsageError("--k", args.k, "must be 0 or more (hard negatives per positive)")
@@ -32,7 +32,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
         if entry.backend != "open_clip":
             raise UsageError("--model", model, "fine-tuning takes open_clip models only")
     if getattr(args, "benchmark", None):
-        open_parquet(args.benchmark, "--benchmark")
+        open_benchmark(args.benchmark)  # a table or a folder of parts
     images = getattr(args, "images", None)
     if images is not None and not Path(images).is_dir():
         raise UsageError("--images", images, "is not a folder; give the images folder")
@@ -90,10 +90,10 @@ def _train(args: argparse.Namespace) -> None:
 def _score(args: argparse.Namespace) -> None:
     from autocomp.finetune.stage import score_checkpoint
     from autocomp.progress import row_progress
-    from autocomp.store.tables import open_parquet
+    from autocomp.store.catalog.benchmarks import open_benchmark
 
     _check_inputs(args)
-    total = open_parquet(args.benchmark, "--benchmark").metadata.num_rows
+    total = open_benchmark(args.benchmark).rows
     with row_progress(f"score {args.model}", total) as advance:
         score_checkpoint(args.model, args.benchmark, args.out, args.images, args.device, advance)
     print(f"scores, predictions and summary in {args.out}")
@@ -162,7 +162,11 @@ def add_parsers(verbs: Any) -> None:
 
     p = verbs.add_parser("finetune", help="fine-tune a contrastive model with hard negatives")
     p.add_argument("--model", required=True, help="registered open_clip model")
-    p.add_argument("--benchmark", required=True, help="benchmark table with images")
+    p.add_argument(
+        "--benchmark",
+        required=True,
+        help="benchmark with images: a table or a folder of Parquet parts",
+    )
     p.add_argument("--negatives", required=True, choices=list(NEGATIVE_KINDS))
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--out", required=True, help="checkpoint folder (resumable)")

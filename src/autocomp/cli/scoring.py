@@ -14,8 +14,8 @@ from autocomp.errors import UsageError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from autocomp.scoring.benchmark import Benchmark
     from autocomp.scoring.registry import ModelEntry
+    from autocomp.store.catalog.benchmarks import Benchmark
 
 
 def _models(args: argparse.Namespace) -> None:
@@ -55,9 +55,9 @@ def _check_out(out: Path) -> None:
 
 def _score(args: argparse.Namespace) -> None:
     from autocomp.devices import check_device
-    from autocomp.scoring.benchmark import check_source, resolve_benchmark
     from autocomp.scoring.specs import parse_specs, resolve_spec
     from autocomp.scoring.stage import check_benchmark, check_config, check_mode
+    from autocomp.store.catalog.benchmarks import check_source, resolve_benchmark
 
     config = ScoreConfig(
         images=args.images,

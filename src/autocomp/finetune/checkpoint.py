@@ -11,21 +11,19 @@ from typing import Any
 
 from autocomp.errors import UsageError
 from autocomp.scoring.registry import ModelEntry
+from autocomp.store.atomic import atomic_path, write_text
 
 WEIGHTS_FILE = "open_clip_model.safetensors"
 
 
 def save_weights(model: Any, model_cfg: dict, folder: Path) -> None:
-    import os
-
     from safetensors.torch import save_file
 
     state = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
-    tmp = folder / (WEIGHTS_FILE + ".tmp")
-    save_file(state, str(tmp))
-    os.replace(tmp, folder / WEIGHTS_FILE)
+    with atomic_path(folder / WEIGHTS_FILE) as tmp:
+        save_file(state, str(tmp))
     config = {"model_cfg": model_cfg, "preprocess_cfg": dict(model.visual.preprocess_cfg)}
-    (folder / "open_clip_config.json").write_text(json.dumps(config, indent=2, default=list))
+    write_text(folder / "open_clip_config.json", json.dumps(config, indent=2, default=list))
 
 
 def write_registry(base: ModelEntry, name: str, folder: Path, notes: str) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 The source concepts of one (family, N, condition) -- Color N=2 Minimal in the paper -- are
 shuffled with the seed and cut into held-out (20 %), validation (10 % of the rest) and train.
 The split table lists every source concept with its split; a concept is in exactly one split.
-`evaluation_rows` keeps every benchmark row whose concept was not trained or validated on (the
+`evaluation_table` keeps every benchmark row whose concept was not trained or validated on (the
 held-out concepts in every condition, and all other families / N), which is what is scored.
+The benchmark is anything autocomp.store.catalog.benchmarks opens (a table, a folder of parts,
+or an opened Benchmark); the evaluation benchmark is always one table.
 """
 
 from __future__ import annotations
@@ -17,24 +19,21 @@ import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
 from autocomp.finetune.config import FinetuneConfig
-from autocomp.store.tables import (
-    StreamWriter,
-    open_parquet,
-    provenance,
-    read_metadata,
-    write_table,
-)
+from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
+from autocomp.store.catalog.ids import concept_of
+from autocomp.store.catalog.schemas import SPLIT_SCHEMA
+from autocomp.store.tables import StreamWriter, provenance, write_table
+
+BenchmarkSource = str | Path | Benchmark
 
 SPLITS = ("train", "validation", "heldout")
-SPLIT_SCHEMA = pa.schema([("concept_id", pa.string()), ("split", pa.string())])
 
 
 def concept_id(row: dict[str, Any]) -> str:
     """The concept of a benchmark row (a concept's Minimal and Contextual rows share it)."""
     if row.get("concept_id"):
         return str(row["concept_id"])
-    sample = str(row.get("sample_id") or "")
-    return sample.rsplit("/", 1)[0] if "/" in sample else sample
+    return concept_of(str(row.get("sample_id") or ""))
 
 
 def is_source(row: dict[str, Any], config: FinetuneConfig) -> bool:
@@ -69,16 +68,16 @@ def partition(concepts: list[str], config: FinetuneConfig, seed: int) -> dict[st
 
 
 def split_stage(
-    benchmark: str | Path, out: str | Path, config: FinetuneConfig, seed: int = 0
+    benchmark: BenchmarkSource, out: str | Path, config: FinetuneConfig, seed: int = 0
 ) -> pa.Table:
     """Write the split table (concept_id, split) of `benchmark` to `out`; return it."""
-    source = open_parquet(benchmark)
+    source = as_benchmark(benchmark)
     columns = [
         c
         for c in ("concept_id", "sample_id", "family", "n", "condition")
-        if c in source.schema_arrow.names
+        if c in source.schema.names
     ]
-    rows = source.read(columns=columns).to_pylist()
+    rows = source.read(columns).to_pylist()
     concepts = [concept_id(r) for r in rows if is_source(r, config)]
     mapping = partition(concepts, config, seed)
     table = pa.Table.from_pylist(
@@ -90,11 +89,16 @@ def split_stage(
         seed=seed,
         config=config.record(),
         counts=counts,
-        benchmark=str(benchmark),
-        benchmark_metadata=read_metadata(benchmark),
+        benchmark=_shown(benchmark),
+        benchmark_metadata=source.metadata,
     )
     write_table(table, out, document)
     return table
+
+
+def _shown(benchmark: BenchmarkSource) -> str:
+    """How a provenance document names the benchmark: as it was given."""
+    return str(benchmark.path if isinstance(benchmark, Benchmark) else benchmark)
 
 
 def read_split(path: str | Path) -> dict[str, str]:
@@ -105,13 +109,13 @@ def read_split(path: str | Path) -> dict[str, str]:
 
 
 def rows_of(
-    benchmark: str | Path, split: dict[str, str], name: str, config: FinetuneConfig
+    benchmark: BenchmarkSource, split: dict[str, str], name: str, config: FinetuneConfig
 ) -> list[dict]:
     """The source rows (family, N, condition of the config) whose concept is in split `name`,
     read batch by batch (a paper-scale table with embedded images never sits in memory whole;
     the kept rows hold their images still encoded)."""
     rows = []
-    for batch in open_parquet(benchmark).iter_batches(batch_size=256):
+    for batch in as_benchmark(benchmark).batches(batch_size=256):
         rows += [
             r
             for r in batch.to_pylist()
@@ -120,16 +124,16 @@ def rows_of(
     return rows
 
 
-def evaluation_table(benchmark: str | Path, split: dict[str, str], out: str | Path) -> int:
+def evaluation_table(benchmark: BenchmarkSource, split: dict[str, str], out: str | Path) -> int:
     """Write every row of `benchmark` except those of training and validation concepts, batch
-    by batch; return the number of rows written."""
-    source = open_parquet(benchmark)
-    id_columns = [c for c in ("concept_id", "sample_id") if c in source.schema_arrow.names]
-    document = dict(read_metadata(benchmark))
-    document.update(provenance("benchmark", finetune_evaluation=True, heldout_of=str(benchmark)))
+    by batch, as one table; return the number of rows written."""
+    source = as_benchmark(benchmark)
+    id_columns = [c for c in ("concept_id", "sample_id") if c in source.schema.names]
+    document = dict(source.metadata)
+    document.update(provenance("benchmark", finetune_evaluation=True, heldout_of=_shown(benchmark)))
     kept = 0
-    with StreamWriter(out, source.schema_arrow.remove_metadata(), document) as writer:
-        for batch in source.iter_batches(batch_size=256):
+    with StreamWriter(out, source.schema.remove_metadata(), document) as writer:
+        for batch in source.batches(batch_size=256):
             ids = [concept_id(r) for r in batch.select(id_columns).to_pylist()]
             keep = pa.array([split.get(c, "heldout") == "heldout" for c in ids])
             chosen = batch.filter(keep)

@@ -20,13 +20,16 @@ from autocomp.finetune.config import FinetuneConfig, negative_kind
 from autocomp.finetune.sampler import check_attribute_family
 from autocomp.finetune.train import TrainResult, finetune
 from autocomp.scoring.registry import ModelEntry
+from autocomp.store.atomic import write_text
+from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
 from autocomp.store.storage import file_sha256
 
 
 def split(
-    benchmark: str | Path, out: str | Path, config: FinetuneConfig, seed: int = 0
+    benchmark: str | Path | Benchmark, out: str | Path, config: FinetuneConfig, seed: int = 0
 ) -> dict[str, Path]:
-    """out/split.parquet and out/evaluation.parquet."""
+    """out/split.parquet and out/evaluation.parquet (one table) of a benchmark: a table, a folder
+    of parts or an opened Benchmark (autocomp.store.catalog.benchmarks)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     split_mod.split_stage(benchmark, out / "split.parquet", config, seed)
@@ -37,7 +40,7 @@ def split(
 
 def train(
     model: str,
-    benchmark: str | Path,
+    benchmark: str | Path | Benchmark,
     split_file: str | Path,
     kind: str,
     seed: int,
@@ -53,11 +56,12 @@ def train(
     if kind == "confusion":
         check_attribute_family(config.family)
     base = get_model(model)
+    source = as_benchmark(benchmark)
     mapping = split_mod.read_split(split_file)
-    train_rows = split_mod.rows_of(benchmark, mapping, "train", config)
-    val_rows = split_mod.rows_of(benchmark, mapping, "validation", config)
+    train_rows = split_mod.rows_of(source, mapping, "train", config)
+    val_rows = split_mod.rows_of(source, mapping, "validation", config)
     data = {  # content, not paths: a resumed run may see the same files elsewhere
-        "benchmark_sha": file_sha256(Path(benchmark)),
+        "benchmark_sha": source.digest,
         "split_sha": file_sha256(Path(split_file)),
     }
     return finetune(
@@ -103,7 +107,7 @@ def score_checkpoint(
     if Path(model).is_dir():
         run = json.loads((Path(model) / "run.json").read_text())
         meta = {k: run[k] for k in ("base_model", "negatives", "seed")}
-    (out / "finetune.json").write_text(json.dumps({**meta, "entry": entry.name}))
+    write_text(out / "finetune.json", json.dumps({**meta, "entry": entry.name}))
     return out
 
 

@@ -35,17 +35,9 @@ from autocomp.finetune.config import FinetuneConfig
 from autocomp.finetune.losses import contrastive_loss
 from autocomp.finetune.sampler import hard_negatives
 from autocomp.scoring.registry import ModelEntry
+from autocomp.store.atomic import atomic_path, sweep_stale, write_text
+from autocomp.store.catalog.schemas import CURVE_SCHEMA
 from autocomp.store.tables import provenance, write_table
-
-CURVE_SCHEMA = pa.schema(
-    [
-        ("step", pa.int32()),
-        ("lr", pa.float64()),
-        ("loss", pa.float64()),
-        ("val_swap", pa.float64()),
-        ("val_confusion", pa.float64()),
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -255,6 +247,8 @@ def finetune(
         )
     out = Path(out)
     (out / "state").mkdir(parents=True, exist_ok=True)
+    for folder in (out, out / "state"):  # what a killed run was writing
+        sweep_stale(folder)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     name = finetuned_name(base.name, kind, config.k, seed)
     record = {
@@ -315,24 +309,24 @@ def finetune(
         if metrics["confusion"] >= best:
             best, best_step = metrics["confusion"], step
             save_weights(model, model_cfg, out)
-        torch.save(
-            {
-                "record": record,
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "rng": rng.bit_generator.state,
-                "torch_rng": torch.get_rng_state(),
-                "step": step,
-                "curve": curve,
-                "best": best,
-                "best_step": best_step,
-                "bad_evals": bad_evals,
-                "order": order,
-            },
-            state_file.with_suffix(".tmp"),
-        )
-        state_file.with_suffix(".tmp").replace(state_file)
+        with atomic_path(state_file) as tmp:
+            torch.save(
+                {
+                    "record": record,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "rng": rng.bit_generator.state,
+                    "torch_rng": torch.get_rng_state(),
+                    "step": step,
+                    "curve": curve,
+                    "best": best,
+                    "best_step": best_step,
+                    "bad_evals": bad_evals,
+                    "order": order,
+                },
+                tmp,
+            )
 
     if step == 0 and not curve:  # the pretrained model is the first candidate for "best"
         checkpoint(evaluate(enc, base.score, val_rows, root))
@@ -387,5 +381,5 @@ def finetune(
         "device": device,
         "steps_per_second": rate,
     }
-    (out / "run.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
+    write_text(out / "run.json", json.dumps(summary, indent=2, sort_keys=True, default=str))
     return result

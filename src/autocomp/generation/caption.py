@@ -41,6 +41,7 @@ from autocomp.generation.registry import (
 from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
 from autocomp.protocol.family import load_family
+from autocomp.store.catalog.schemas import ATTEMPTS_SCHEMA, CAPTIONS_SCHEMA, CONCEPTS_SCHEMA
 from autocomp.store.shards import (
     check_shard_args,
     prepare_folder,
@@ -50,7 +51,6 @@ from autocomp.store.shards import (
 )
 from autocomp.store.storage import file_sha256
 from autocomp.store.tables import (
-    CONCEPTS_SCHEMA,
     open_parquet,
     provenance,
     read_rows,
@@ -60,25 +60,6 @@ from autocomp.store.tables import (
 
 ENGINES = ("transformers", "vllm")
 FALLBACKS = (None, "minimal")
-CAPTIONS_SCHEMA = pa.schema(
-    list(CONCEPTS_SCHEMA)
-    + [
-        ("contextual_caption", pa.string()),
-        ("status", pa.string()),
-        ("attempts", pa.int8()),
-    ]
-)
-ATTEMPTS_SCHEMA = pa.schema(
-    [
-        ("concept_id", pa.string()),
-        ("attempt", pa.int8()),
-        ("seed", pa.int64()),
-        ("reply", pa.string()),
-        ("caption", pa.string()),
-        ("verdict", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
 
 
 class Captioner(Protocol):

@@ -27,29 +27,9 @@ import pyarrow as pa
 from autocomp.config import CurateConfig
 from autocomp.errors import UsageError
 from autocomp.generation.validate import CHECKS
+from autocomp.store.catalog.schemas import CURATED_FIELDS, SURVIVAL_SCHEMA
 from autocomp.store.shards import input_digest, prepare_folder, read_stage
 from autocomp.store.tables import provenance, write_table
-
-CURATED_FIELDS = [
-    ("accepted", pa.bool_()),
-    ("failed_check", pa.string()),
-    ("in_min", pa.bool_()),
-    ("in_ctx", pa.bool_()),
-    ("paired", pa.bool_()),
-]
-SURVIVAL_SCHEMA = pa.schema(
-    [
-        ("family", pa.string()),
-        ("n", pa.int8()),
-        ("condition", pa.string()),
-        ("check", pa.string()),
-        ("step", pa.int8()),
-        ("entered", pa.int64()),
-        ("passed", pa.int64()),
-        ("survival", pa.float64()),
-        ("cumulative", pa.float64()),
-    ]
-)
 
 
 def sample_outcomes(verdicts: list[dict[str, Any]]) -> dict[str, str | None]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,9 @@ from autocomp.generation.registry import (
     get_generation_model,
     weights_error,
 )
+from autocomp.store.atomic import atomic_path
+from autocomp.store.catalog import ids
+from autocomp.store.catalog.schemas import RENDER_SCHEMA
 from autocomp.store.shards import (
     check_shard_args,
     input_digest,
@@ -53,25 +55,6 @@ from autocomp.store.storage import file_sha256
 from autocomp.store.tables import provenance, require_columns, write_table
 
 CONDITIONS = ("minimal", "contextual")
-RENDER_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("concept_id", pa.string()),
-        ("family", pa.string()),
-        ("n", pa.int8()),
-        ("objects", pa.list_(pa.string())),
-        ("attributes", pa.list_(pa.string())),
-        ("condition", pa.string()),
-        ("caption", pa.string()),
-        ("caption_status", pa.string()),
-        ("image", pa.string()),
-        ("seed", pa.int64()),
-        ("renderer", pa.string()),
-        ("width", pa.int32()),
-        ("height", pa.int32()),
-        ("sha256", pa.string()),
-    ]
-)
 
 
 def image_seed(seed: int, concept_id: str) -> int:
@@ -90,7 +73,7 @@ def samples(captions: pa.Table, seed: int) -> list[dict[str, Any]]:
         for condition in CONDITIONS:
             out.append(
                 {
-                    "sample_id": f"{row['concept_id']}/{condition}",
+                    "sample_id": ids.sample_id(row["concept_id"], condition),
                     "concept_id": row["concept_id"],
                     "family": row["family"],
                     "n": row["n"],
@@ -176,9 +159,8 @@ def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
     meta = PngInfo()
     meta.add_text("autocomp", json.dumps(info, sort_keys=True))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    image.save(tmp, format="PNG", pnginfo=meta)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        image.save(tmp, format="PNG", pnginfo=meta)
     return file_sha256(path)
 
 

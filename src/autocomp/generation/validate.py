@@ -28,6 +28,7 @@ from autocomp.generation import checks
 from autocomp.generation.registry import check_settings, get_generation_model
 from autocomp.protocol.family import load_family
 from autocomp.scoring.registry import get_model
+from autocomp.store.catalog.schemas import VERDICTS_SCHEMA
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.shards import (
     check_shard_args,
@@ -42,20 +43,6 @@ from autocomp.store.tables import provenance, require_columns, write_table
 
 CHECKS = ("image", "objects", "background", "attributes")
 MASKS = ("sam2", "boxes")
-VERDICTS_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("concept_id", pa.string()),
-        ("family", pa.string()),
-        ("n", pa.int8()),
-        ("condition", pa.string()),
-        ("check", pa.string()),
-        ("step", pa.int8()),
-        ("outcome", pa.string()),
-        ("reason", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
 
 
 class Models:

@@ -6,24 +6,23 @@
     README.md                         the dataset card (autocomp.store.publish.dataset_card)
     import_report.json                what was read, mapped, normalised, dropped and why
 
-The folder is assembled in a hidden sibling (`.NAME.tmp-PID`, which a later run sweeps away if
-this one is killed) and renamed to NAME only when complete: NAME is never half-written. With
-`force`, an existing NAME is replaced by the same rename.
+The folder is assembled in a hidden sibling (store/atomic.py: a later run sweeps it away if this
+one is killed) and renamed to NAME only when complete: NAME is never half-written. With `force`,
+an existing NAME is replaced by the same rename.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from autocomp.errors import UsageError
+from autocomp.store.atomic import atomic_folder, sweep_stale
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.publish import (
     IMAGE_TYPE,
@@ -32,7 +31,7 @@ from autocomp.store.publish import (
     shard_count,
     write_part,
 )
-from autocomp.store.tables import check_writable, sweep_stale, with_metadata
+from autocomp.store.tables import check_writable, with_metadata
 
 REPORT = "import_report.json"
 
@@ -58,21 +57,9 @@ def check_out(out: str | Path, force: bool) -> Path:
     return out
 
 
-@contextlib.contextmanager
-def building(out: Path) -> Iterator[Path]:
+def building(out: Path) -> contextlib.AbstractContextManager[Path]:
     """Yield a temporary folder beside `out`; on success it replaces `out`, on failure it goes."""
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    old = out.with_name(f".{out.name}-replaced.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        yield tmp
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+    return atomic_folder(out, replace=True)
 
 
 def read_image(root: Path | None, ref: str, option: str = "--images") -> bytes:

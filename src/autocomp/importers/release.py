@@ -42,6 +42,8 @@ from autocomp.protocol.binding import BindingError, bind, word_pattern
 from autocomp.protocol.concepts import Concept, concept_id
 from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.stages import family_record, negatives_stage
+from autocomp.store.catalog import ids
+from autocomp.store.catalog.schemas import RELEASE_SAMPLES_SCHEMA
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.tables import provenance
 
@@ -60,24 +62,6 @@ ABOUT = (
     "Imported by autocomp from the Auto-Comp public release: its concepts, Minimal (handmade) "
     "and Contextual (LLM) captions and images, mapped onto autocomp's vocabularies; the Swap / "
     "Confusion candidate sets were rebuilt exactly by autocomp (the release's own were not used)."
-)
-SAMPLES_SCHEMA = pa.schema(
-    [
-        ("concept_id", pa.string()),
-        ("sample_id", pa.string()),
-        ("family", pa.string()),
-        ("n", pa.int8()),
-        ("objects", pa.list_(pa.string())),
-        ("attributes", pa.list_(pa.string())),
-        ("condition", pa.string()),
-        ("caption", pa.string()),
-        ("paired", pa.bool_()),
-        ("release_row", pa.int64()),
-        ("release_id", pa.string()),
-        ("release_objects", pa.list_(pa.string())),
-        ("release_labels", pa.list_(pa.string())),
-        ("release_caption", pa.string()),
-    ]
 )
 
 
@@ -245,8 +229,9 @@ class _Reader:
             return None
         self.tally.rewritten += caption != text
         return {
-            "concept_id": cid, "sample_id": f"{cid}/{condition}", "family": self.family.name,
-            "n": len(ours), "objects": ours, "attributes": labels, "condition": condition,
+            "concept_id": cid, "sample_id": ids.sample_id(cid, condition),
+            "family": self.family.name, "n": len(ours), "objects": ours, "attributes": labels,
+            "condition": condition,
             "caption": caption, "paired": False, "release_row": index,
             "release_id": str(_first(row.get("id"), index)), "release_objects": row["objects"],
             "release_labels": row[self.labels_column], "release_caption": text,
@@ -346,7 +331,7 @@ def import_release(
         raise UsageError("--source", str(source.path), f"no sample could be imported ({top})")
     with output.building(out) as folder, tempfile.TemporaryDirectory(dir=folder) as work:
         concepts = Path(work) / "samples.parquet"
-        pq.write_table(pa.Table.from_pylist(samples, SAMPLES_SCHEMA), concepts)
+        pq.write_table(pa.Table.from_pylist(samples, RELEASE_SAMPLES_SCHEMA), concepts)
         bench = Path(work) / "benchmark.parquet"
         negatives = NegativesConfig(protocol=config.protocol, force=True)
         with row_progress("import: candidate sets", len(samples)) as advance:

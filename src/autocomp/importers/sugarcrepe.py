@@ -35,8 +35,9 @@ from autocomp.config import ImportConfig
 from autocomp.errors import UsageError
 from autocomp.importers import output
 from autocomp.progress import row_progress
+from autocomp.store.catalog.schemas import SUGARCREPE_SCHEMA
 from autocomp.store.paths import OutsideRoot, resolve_inside
-from autocomp.store.tables import BENCHMARK_FIELDS, provenance
+from autocomp.store.tables import provenance
 
 FORMAT = "sugarcrepe"
 KEYS = ("filename", "caption", "negative_caption")
@@ -45,20 +46,6 @@ BATCH_ROWS = 64
 ABOUT = (
     "Imported by autocomp from SugarCrepe (COCO val2017 images, one positive caption and one "
     "hard negative per item), scored as a 1-negative set: family sugarcrepe-<category>, N = 0."
-)
-SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("family", pa.string()),
-        ("n", pa.int8()),
-        ("condition", pa.string()),
-        ("paired", pa.bool_()),
-        ("category", pa.string()),
-        ("item_id", pa.string()),
-        ("filename", pa.string()),
-        ("negative_caption", pa.string()),
-        *BENCHMARK_FIELDS,
-    ]
 )
 
 
@@ -148,7 +135,7 @@ def _tables(rows: list[dict[str, Any]], root: Path) -> Iterator[pa.Table]:
         images = [
             {"bytes": output.read_image(root, r["filename"]), "path": r["filename"]} for r in chunk
         ]
-        table = pa.Table.from_pylist(chunk, SCHEMA)
+        table = pa.Table.from_pylist(chunk, SUGARCREPE_SCHEMA)
         yield table.append_column("image", output.image_column(images))
 
 

@@ -254,7 +254,7 @@ def _sanity_sets(row: CaptionRow) -> tuple[list[str], list[str]]:
 
 
 def candidate_columns(rows: Sequence[CaptionRow], protocol: str) -> dict[str, pa.Array]:
-    """The benchmark columns (`store.tables.BENCHMARK_FIELDS`) for a batch of rows."""
+    """The benchmark columns (`store.catalog.schemas.BENCHMARK_FIELDS`) for a batch of rows."""
     positives: list[str] = [""] * len(rows)
     groups: dict[tuple[bool, int, Shape], list[int]] = {}
     pieces: list[list[list[str]] | None] = [None] * len(rows)

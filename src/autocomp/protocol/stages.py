@@ -37,11 +37,10 @@ from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.minimal import minimal_caption
 from autocomp.protocol.negatives import PROTOCOLS
+from autocomp.store.atomic import atomic_path, scratch_folder
+from autocomp.store.catalog.schemas import BENCHMARK_FIELDS, CONCEPT_COLUMNS, CONCEPTS_SCHEMA
 from autocomp.store.concat import ParquetConcat
 from autocomp.store.tables import (
-    BENCHMARK_FIELDS,
-    CONCEPT_COLUMNS,
-    CONCEPTS_SCHEMA,
     StreamWriter,
     check_output_path,
     open_parquet,
@@ -346,33 +345,6 @@ def _terminate_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def remove_stale_temporaries(out: Path) -> list[Path]:
-    """Remove the temporary files (or parts folders) a killed run left beside `out`
-    (`.NAME.tmp-PID` of a process that no longer runs); return them."""
-    removed = []
-    for path in out.parent.glob(f".{out.name}.tmp-*"):
-        pid = path.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and _alive(int(pid)):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            if path.is_dir():  # the parts folder of a run with workers
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-            removed.append(path)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def negatives_stage(
     input_path: str | Path,
     out: str | Path,
@@ -428,8 +400,7 @@ def negatives_stage(
         for i, batch in enumerate(source.iter_batches(batch_size=batch_size))
     )
     summary = dict.fromkeys(("rows", "swap", "confusion", "vary"), 0)
-    job = _Job(text_column, protocol, out, out_schema, document)
-    remove_stale_temporaries(out)
+    job = _Job(text_column, protocol, out, out_schema, document)  # (check_output_path swept)
     with _terminate_as_exit():
         tallies = _in_process(job, batches) if workers <= 1 else _in_workers(job, batches, workers)
         for tally in tallies:
@@ -465,19 +436,17 @@ def _in_workers(
     job: _Job, batches: Iterator[tuple[pa.RecordBatch, int]], workers: int
 ) -> Iterator[dict]:
     """Workers build the batches and write each as a Parquet part in a temporary folder beside
-    the output (`.NAME.tmp-PID`, removed on failure and by the next run after a kill); the
+    the output (store/atomic.py: removed on failure, and by the next run after a kill); the
     parent appends each part, in order, to one file there without decoding it (`ParquetConcat`:
     the same bytes one writer would write) and moves it into place at the end."""
-    folder = job.out.with_name(f".{job.out.name}.tmp-{os.getpid()}")
-    folder.mkdir()
     options, schema = writer_options(job.schema), with_metadata(job.schema, job.document)
-    jobs = (
-        _PartJob(batch, job.text_column, job.protocol, first_row, folder / _part_name(k),
-                 schema, options)
-        for k, (batch, first_row) in enumerate(batches)
-    )  # fmt: skip
-    merged = folder / job.out.name
-    try:
+    with scratch_folder(job.out) as folder:
+        jobs = (
+            _PartJob(batch, job.text_column, job.protocol, first_row, folder / _part_name(k),
+                     schema, options)
+            for k, (batch, first_row) in enumerate(batches)
+        )  # fmt: skip
+        merged = folder / job.out.name
         with open(merged, "wb") as sink:
             concat = ParquetConcat(sink)
             for k, tally in enumerate(_ordered_parallel(_part_job, jobs, workers, 2 * workers)):
@@ -488,9 +457,7 @@ def _in_workers(
                 concat.close()
         if not concat.files:  # no rows: the file one writer writes with no batch
             pq.ParquetWriter(merged, schema, compression="zstd", **options).close()
-        os.replace(merged, job.out)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(merged, job.out)  # the scratch folder's file: complete, on the same disk
 
 
 def _part_name(k: int) -> str:
@@ -562,12 +529,12 @@ def reuse_or_sample(config: SampleConfig, store: str, reuse: str, out: str | Pat
     a new generator is comparable concept by concept), or sampled."""
     if not reuse:
         return sample_many(config, out)
-    import shutil
     import tempfile
 
     from autocomp.store.storage import open_store
 
-    work = Path(tempfile.mkdtemp(prefix="reuse-"))
-    open_store(store).get(f"benchmarks/{reuse}", work)
-    shutil.copyfile(work / "concepts.parquet", out)
+    with tempfile.TemporaryDirectory(prefix="reuse-") as work:
+        open_store(store).get(f"benchmarks/{reuse}", work)
+        with atomic_path(out) as tmp:
+            shutil.copyfile(Path(work) / "concepts.parquet", tmp)
     return open_parquet(out).read()

@@ -1,7 +1,8 @@
 """The score stage: one model x one benchmark -> scores, predictions and accuracy.
 
 The benchmark is a table, a folder of Parquet parts or an opened `Benchmark`
-(autocomp.scoring.benchmark); `ScoreConfig.limit` scores only its first N items in table order.
+(autocomp.store.catalog.benchmarks); `ScoreConfig.limit` scores only its first N items in table
+order.
 
 Per benchmark row the candidates are the positive (index 0), the Confusion negatives (1..C; every
 Swap negative is one of them, found through `swap_in_confusion`) and, at N=1, the sanity sets.
@@ -62,17 +63,12 @@ from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
 from autocomp.errors import UsageError
 from autocomp.scoring import Scorer, ScoreRequest, choice
-from autocomp.scoring.benchmark import Benchmark, open_benchmark
 from autocomp.scoring.registry import ModelEntry
+from autocomp.store.atomic import sweep_stale
+from autocomp.store.catalog.benchmarks import Benchmark, open_benchmark
+from autocomp.store.catalog.ids import row_sample_id, with_sample_keys
 from autocomp.store.paths import resolve_inside
-from autocomp.store.tables import (
-    provenance,
-    read_metadata,
-    require_columns,
-    sweep_stale,
-    with_sample_keys,
-    write_table,
-)
+from autocomp.store.tables import provenance, read_metadata, require_columns, write_table
 
 REQUIRED = (
     "family", "n", "caption", "swap_negatives", "swap_in_confusion", "swap_same_scene",
@@ -134,9 +130,7 @@ class Item:
 
 
 def item_from_row(row: dict[str, Any], index: int) -> Item:
-    sample_id = row.get("sample_id") or row.get("concept_id") or f"row-{index}"
-    if row.get("condition") and not row.get("sample_id"):
-        sample_id = f"{sample_id}/{row['condition']}"
+    sample_id = row_sample_id(row, index)
     candidates = [row["caption"], *row["confusion_negatives"]]
     sets = {
         "confusion": list(range(1, len(candidates))),

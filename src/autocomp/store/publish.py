@@ -17,7 +17,6 @@ and is put in the store under `benchmarks/<name>`, manifest last (autocomp.store
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,12 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.errors import UsageError
+from autocomp.store.atomic import atomic_path, write_json
+from autocomp.store.catalog.schemas import IMAGE_TYPE
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.storage import open_store
-from autocomp.store.tables import atomic_path, open_parquet, read_metadata
+from autocomp.store.tables import open_parquet, read_metadata
 
-IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 ROWS_PER_SHARD = 200
 
 
@@ -252,22 +252,18 @@ def fetch_published(store_uri: str, name: str, folder: str | Path) -> Path:
             return folder
         marker.unlink()
     open_store(store_uri).get(f"benchmarks/{name}", folder)
-    tmp = marker.with_name(f".{marker.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    os.replace(tmp, marker)
+    write_json(marker, manifest)
     return folder
 
 
 def fetch_benchmark(store_uri: str, name: str, work: str | Path, out: str | Path) -> Path:
     """Fetch benchmarks/<name> from the store and write its rows as one benchmark table
     (atomically: a killed fetch leaves no partial table under `out`)."""
-    fetch_published(store_uri, name, work)
-    parts = sorted(Path(work, "data").glob("test-*.parquet"))
-    if not parts:
-        raise UsageError("--benchmark", name, "the published folder holds no data/test-*.parquet")
-    schema = pq.read_schema(parts[0])
+    from autocomp.store.catalog.benchmarks import open_benchmark
+
+    found = open_benchmark(fetch_published(store_uri, name, work))
+    schema = pq.read_schema(found.files[0])  # the first part's metadata: provenance, features
     with atomic_path(out) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        for part in parts:
-            for batch in pq.ParquetFile(part).iter_batches(batch_size=64):
-                writer.write_batch(batch)
+        for batch in found.batches(batch_size=64):
+            writer.write_batch(batch)
     return Path(out)

@@ -19,8 +19,9 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp.errors import UsageError
+from autocomp.store.atomic import sweep_stale
 from autocomp.store.storage import file_sha256
-from autocomp.store.tables import check_writable, open_parquet, read_metadata, sweep_stale
+from autocomp.store.tables import check_writable, open_parquet, read_metadata
 
 _NAME = re.compile(r"^(?P<kind>[a-z_]+)-(?P<i>\d{5})-of-(?P<k>\d{5})\.parquet$")
 

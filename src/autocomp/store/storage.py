@@ -30,7 +30,7 @@ from urllib.parse import urlparse
 
 from autocomp import __version__
 from autocomp.errors import UsageError
-from autocomp.store.tables import sweep_stale
+from autocomp.store.atomic import atomic_folder, scratch_folder, sweep_stale
 
 MANIFEST = "_manifest.json"
 ENDPOINT_ENV = "AUTOCOMP_S3_ENDPOINT"
@@ -90,9 +90,8 @@ def _fetch_verified(
     against the manifest, and only then move them into place: a tampered or truncated object
     never lands under the output folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    staging = folder / f".fetch-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    sweep_stale(folder)  # what a killed fetch was staging
+    with scratch_folder(folder / "fetch") as staging:
         for f in manifest["files"]:
             target = staging / _inside(f["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +101,6 @@ def _fetch_verified(
             final = folder / f["path"]
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / f["path"], final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _inside(path: str) -> str:
@@ -136,13 +133,12 @@ class LocalStore:
         manifest = build_manifest(name, Path(folder), made_by)
         target = self.root / name
         sweep_stale(target.parent)
-        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns(MANIFEST))
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        shutil.rmtree(target, ignore_errors=True)  # an incomplete earlier attempt, if any
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, target)
+        # replace: a folder there without a manifest is an incomplete earlier attempt
+        with atomic_folder(target, replace=True) as tmp:
+            shutil.copytree(
+                folder, tmp, ignore=shutil.ignore_patterns(MANIFEST), dirs_exist_ok=True
+            )
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         return manifest
 
     def get(self, name: str, folder: str | Path) -> dict[str, Any]:
@@ -157,7 +153,7 @@ class LocalStore:
         if not self.root.is_dir():
             return []
         found = (p.parent.relative_to(self.root).as_posix() for p in self.root.rglob(MANIFEST))
-        # a put in progress (or killed) stages under a hidden .<name>.tmp-PID folder: not output
+        # a put in progress (or killed) stages under a hidden temporary folder: not output
         visible = (n for n in found if not any(part.startswith(".") for part in n.split("/")))
         return sorted(n for n in visible if n.startswith(prefix))
 

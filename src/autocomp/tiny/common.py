@@ -4,10 +4,10 @@ byte-level tokenizer that need no download."""
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
+
+from autocomp.store.atomic import atomic_folder
 
 
 def cache_dir() -> Path:
@@ -49,15 +49,9 @@ def build_once(final: Path, save: Callable[[Path], None]) -> Path:
     workers build the same model at once, the first rename wins and the other build is
     discarded (tiny models are seeded, so both are the same); readers see a complete folder or
     none."""
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir(parents=True)
     try:
-        save(tmp)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not final.is_dir():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with atomic_folder(final) as tmp:
+            save(tmp)
+    except FileExistsError:  # another worker's build won the rename: it is the same model
+        pass
     return final

@@ -6,11 +6,10 @@ saved the way real weights are stored, and then loaded back by the production lo
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
+from autocomp.store.atomic import atomic_path
 from autocomp.tiny.common import CHAT_TEMPLATE, build_once, byte_level_tokenizer, cache_dir
 
 TINY_CONFIGS = Path(__file__).parent / "configs"
@@ -36,9 +35,8 @@ def ensure_open_clip_weights(entry: Any) -> Path:
     torch.manual_seed(0)
     model = open_clip.create_model(entry.architecture, pretrained=None).eval()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
-    os.replace(tmp, path)  # a file: the last of two concurrent identical builds wins, atomically
+    with atomic_path(path) as tmp:  # the last of two concurrent identical builds wins
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
     return path
 
 

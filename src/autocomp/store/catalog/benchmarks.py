@@ -1,10 +1,12 @@
-"""Where a benchmark to score comes from: one Parquet table, a folder of Parquet parts, or a
-benchmark published in a store (fetched once into a cache folder, resumably).
+"""Where a benchmark comes from: one Parquet table, a folder of Parquet parts, or a benchmark
+published in a store (fetched once into a cache folder, resumably). The one reader of a
+benchmark's location: scoring, the report, the audit export and fine-tuning all open it here, so
+they accept the same inputs.
 
 A folder is either the layout `store/publish.py` writes (data/*.parquet, images embedded as
 {bytes, path}) or a plain folder of *.parquet parts; the parts are read in name order as one
-table and must share one schema. `Benchmark` is what the score stage reads: the parts, their
-schema, row count and one content digest (a resumed run must score the same rows).
+table and must share one schema. `Benchmark` is what the stages read: the parts, their schema,
+row count and one content digest (a resumed run must score the same rows).
 """
 
 from __future__ import annotations
@@ -62,10 +64,13 @@ class Benchmark:
             record.update(store=self.store, name=self.name)
         return record
 
-    def batches(self, batch_size: int = 512) -> Iterator[pa.RecordBatch]:
-        """Every row, part by part, in batches (a paper-scale table never sits in memory)."""
+    def batches(
+        self, batch_size: int = 512, columns: list[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Every row (or some columns of it), part by part, in batches (a paper-scale table
+        never sits in memory)."""
         for path in self.files:
-            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size)
+            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
 
     def read(self, columns: list[str]) -> pa.Table:
         """Some columns of every row (a damaged part is a usage error naming it)."""
@@ -129,6 +134,11 @@ def open_benchmark(path: str | Path) -> Benchmark:
         )
     source = open_parquet(path, "--benchmark")
     return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows)
+
+
+def as_benchmark(source: str | Path | Benchmark) -> Benchmark:
+    """`source` itself if it is an opened Benchmark, else the table or folder it names."""
+    return source if isinstance(source, Benchmark) else open_benchmark(source)
 
 
 def check_source(benchmark: str, store: str | None) -> None:

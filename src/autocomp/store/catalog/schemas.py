@@ -1,0 +1,222 @@
+"""The column schemas of the tables autocomp writes, each in one place, with its columns.
+
+Every table also carries its provenance document in the Parquet metadata (store/tables.py). The
+score run's tables (scores, predictions) are documented with the score stage
+(autocomp.scoring.stage). Sample ids are `<concept_id>/<condition>` (store/catalog/ids.py).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+# ----------------------------------------------------------------------------- protocol
+
+CONCEPTS_SCHEMA = pa.schema(
+    [
+        ("concept_id", pa.string()),  # content address of the scene: <family>-n<N>-<12 hex>
+        ("family", pa.string()),  # task family name
+        ("n", pa.int8()),  # number of objects
+        ("objects", pa.list_(pa.string())),  # object names, in caption order
+        ("attributes", pa.list_(pa.string())),  # attributes (len N) or relations (len N-1)
+        ("minimal_caption", pa.string()),  # the template caption
+    ]
+)
+"""concepts table (`autocomp sample`, concepts.parquet): one row per concept."""
+
+CONCEPT_COLUMNS = ("family", "n", "objects", "attributes")
+"""The columns of a concept that the negatives stage reads from any input table."""
+
+BENCHMARK_FIELDS = [
+    ("caption", pa.string()),  # the positive, normalised like its negatives
+    ("caption_rewritten", pa.bool_()),  # caption differs from the input text (articles, case)
+    ("protocol", pa.string()),  # paper | strict
+    ("swap_negatives", pa.list_(pa.string())),  # N!-1 (paper) captions
+    ("swap_arrangements", pa.list_(pa.int32())),  # canonical arrangement index of each
+    ("swap_same_scene", pa.list_(pa.bool_())),  # describes the same scene as the positive
+    ("swap_in_confusion", pa.list_(pa.int32())),  # position of each in confusion_negatives
+    # N^(2N)-1 (attribute families) or N^N (N-1)^(N-1)-1 (relations; paper) captions
+    ("confusion_negatives", pa.list_(pa.string())),
+    ("confusion_arrangements", pa.list_(pa.int32())),
+    ("confusion_same_scene", pa.list_(pa.bool_())),
+    ("vary_attribute_negatives", pa.list_(pa.string())),  # N=1 sanity sets, else empty
+    ("vary_object_negatives", pa.list_(pa.string())),
+    ("swap_chance", pa.float64()),  # 1 / (1 + negatives); null where there are none
+    ("confusion_chance", pa.float64()),
+    ("vary_attribute_chance", pa.float64()),
+    ("vary_object_chance", pa.float64()),
+]
+"""benchmark table (`autocomp negatives`): every input column (a concepts or curated table;
+an input `caption` is kept as `source_caption`), then these candidate-set columns
+(protocol/negatives.py, protocol/candidate_columns.py)."""
+
+# ----------------------------------------------------------------------------- generation
+
+CAPTIONS_SCHEMA = pa.schema(
+    list(CONCEPTS_SCHEMA)
+    + [
+        ("contextual_caption", pa.string()),  # the LLM's checked caption; null if dropped
+        ("status", pa.string()),  # accepted | dropped | fallback (the Minimal caption)
+        ("attempts", pa.int8()),  # tries used
+    ]
+)
+"""captions-*.parquet (`autocomp caption`): the concept columns, then the Contextual caption."""
+
+ATTEMPTS_SCHEMA = pa.schema(
+    [
+        ("concept_id", pa.string()),
+        ("attempt", pa.int8()),  # 1..max_attempts
+        ("seed", pa.int64()),  # the generation seed of this try
+        ("reply", pa.string()),  # the LLM's raw reply
+        ("caption", pa.string()),  # the reply normalised
+        ("verdict", pa.string()),  # the check's verdict (protocol/contextual.py)
+        ("detail", pa.string()),  # why it failed, if it did
+    ]
+)
+"""caption_attempts-*.parquet (`autocomp caption`): one row per try of one concept."""
+
+RENDER_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),  # <concept_id>/<condition>
+        ("concept_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("objects", pa.list_(pa.string())),
+        ("attributes", pa.list_(pa.string())),
+        ("condition", pa.string()),  # minimal | contextual
+        ("caption", pa.string()),  # the prompt: the condition's caption
+        ("caption_status", pa.string()),  # the captions table's status
+        ("image", pa.string()),  # PNG path relative to the stage folder
+        ("seed", pa.int64()),  # one seed per concept: both conditions share it
+        ("renderer", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("sha256", pa.string()),  # of the PNG file
+    ]
+)
+"""render-*.parquet (`autocomp render`): one row per sample."""
+
+VERDICTS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("concept_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),
+        ("check", pa.string()),  # image | objects | background | attributes
+        ("step", pa.int8()),  # 1..4, the check's place in the order
+        ("outcome", pa.string()),  # pass | fail | skipped | n/a
+        ("reason", pa.string()),  # why it failed
+        ("detail", pa.string()),  # JSON: counts found, white share, answers...
+    ]
+)
+"""verdicts-*.parquet (`autocomp validate`): one row per sample x check."""
+
+CURATED_FIELDS = [
+    ("accepted", pa.bool_()),  # every check passed (or was n/a)
+    ("failed_check", pa.string()),  # the first failed check, null if accepted
+    ("in_min", pa.bool_()),  # in B_min: an accepted Minimal sample
+    ("in_ctx", pa.bool_()),  # in B_ctx: an accepted Contextual sample
+    ("paired", pa.bool_()),  # in B_paired: both samples of its concept accepted
+]
+"""curated.parquet (`autocomp curate`): the render columns, then these."""
+
+SURVIVAL_SCHEMA = pa.schema(
+    [
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),  # minimal | contextual | both (the caption row)
+        ("check", pa.string()),  # a validation check, or caption (kept a Contextual caption)
+        ("step", pa.int8()),  # 0 for caption, else the check's step
+        ("entered", pa.int64()),  # samples that reached the check
+        ("passed", pa.int64()),
+        ("survival", pa.float64()),  # passed / entered
+        ("cumulative", pa.float64()),  # passed / every sample of the cell
+    ]
+)
+"""survival.parquet (`autocomp curate`): the paper's Table 3, per family x N x condition x
+check."""
+
+# ----------------------------------------------------------------------------- store
+
+IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+"""An embedded image (the `datasets` Image feature): the encoded file and its original path; the
+`image` column of a published benchmark (store/publish.py)."""
+
+# ----------------------------------------------------------------------------- importers
+
+RELEASE_SAMPLES_SCHEMA = pa.schema(
+    [
+        ("concept_id", pa.string()),
+        ("sample_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("objects", pa.list_(pa.string())),  # mapped onto our vocabulary
+        ("attributes", pa.list_(pa.string())),
+        ("condition", pa.string()),
+        ("caption", pa.string()),  # the release's caption with names mapped
+        ("paired", pa.bool_()),
+        ("release_row", pa.int64()),  # where the row came from in the release
+        ("release_id", pa.string()),
+        ("release_objects", pa.list_(pa.string())),  # the release's own names
+        ("release_labels", pa.list_(pa.string())),
+        ("release_caption", pa.string()),
+    ]
+)
+"""The samples an Auto-Comp release import maps (importers/release.py), before the negatives
+stage rebuilds their candidate sets."""
+
+SUGARCREPE_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),  # sugarcrepe-<category>/<item key>
+        ("family", pa.string()),  # sugarcrepe-<category>
+        ("n", pa.int8()),  # 0
+        ("condition", pa.string()),  # contextual
+        ("paired", pa.bool_()),
+        ("category", pa.string()),
+        ("item_id", pa.string()),
+        ("filename", pa.string()),  # the COCO image
+        ("negative_caption", pa.string()),
+        *BENCHMARK_FIELDS,  # one Swap negative (also the Confusion set)
+    ]
+)
+"""A SugarCrepe import's benchmark rows (importers/sugarcrepe.py), without the image column."""
+
+# ----------------------------------------------------------------------------- studies, fine-tuning
+
+AUDIT_KEY_SCHEMA = pa.schema(
+    [
+        ("key", pa.int32()),  # the item's number (annotators' items refer to it)
+        ("sample_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),
+        ("accepted", pa.bool_()),  # the validator's decision on the sample
+        ("task", pa.string()),  # confusion | swap | valid
+        ("question", pa.string()),  # valid items: objects | attributes | background
+        ("prompt", pa.string()),  # what the annotator reads
+        ("options", pa.list_(pa.string())),  # in canonical order
+        ("correct", pa.string()),
+        ("image", pa.string()),  # the blinded image file name
+    ]
+)
+"""key.parquet of a human study (`autocomp audit export`): the answer key, never served."""
+
+SPLIT_SCHEMA = pa.schema(
+    [
+        ("concept_id", pa.string()),
+        ("split", pa.string()),  # train | validation | heldout
+    ]
+)
+"""split.parquet (`autocomp finetune-split`): every source concept and its split."""
+
+CURVE_SCHEMA = pa.schema(
+    [
+        ("step", pa.int32()),
+        ("lr", pa.float64()),
+        ("loss", pa.float64()),  # the step's training loss; null on an evaluation row
+        ("val_swap", pa.float64()),  # validation Swap accuracy; null on a training row
+        ("val_confusion", pa.float64()),  # validation Confusion accuracy
+    ]
+)
+"""curve.parquet of a fine-tuning run (autocomp.finetune.train): one row per training step and
+one per evaluation."""
