@@ -11,7 +11,8 @@ from autocomp.config import NegativesConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring.benchmark import check_source, open_benchmark, resolve_benchmark
-from autocomp.scoring.stage import check_benchmark, load_image
+from autocomp.scoring.checks import check_benchmark
+from autocomp.scoring.images import load_image
 from autocomp.store import publish
 
 
