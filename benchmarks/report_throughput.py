@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from autocomp.analysis import statistics as analysis
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 
 
 def synthetic(models: int, samples: int, seed: int = 0) -> pa.Table:

@@ -9,7 +9,7 @@ import pytest
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.report import human_results
 from autocomp.protocol.negatives import arrangements
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 
 
 def _pred(model, sample_id, correct, family="color", n=2, condition=None, set_name="swap",

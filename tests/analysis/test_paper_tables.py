@@ -26,7 +26,7 @@ from autocomp.analysis.paper_tables import (
     sanity_table,
 )
 from autocomp.analysis.wide import Cell, Row, WideTable, percent, to_csv
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 
 # predictions as score runs wrote them before score types
 BEFORE_SCORE_TYPES = pa.schema(

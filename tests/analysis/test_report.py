@@ -13,7 +13,7 @@ import pytest
 from autocomp.cli.main import main
 from autocomp.config import NegativesConfig
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 from tests.conftest import assert_renders_in_chromium
 from tests.infra.test_storage import s3_env, s3_server  # noqa: F401 (fixtures)
 

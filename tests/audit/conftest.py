@@ -19,7 +19,7 @@ from autocomp.audit.config import AuditConfig
 from autocomp.audit.export import export_study
 from autocomp.config import NegativesConfig
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 
 FAMILIES = ("color", "position")
 

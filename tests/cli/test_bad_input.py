@@ -19,7 +19,7 @@ from PIL import Image
 from autocomp.cli.main import main
 from autocomp.config import NegativesConfig
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 
 
 def _rewrite(src: Path, dst: Path, fn) -> None:  # noqa: ANN001

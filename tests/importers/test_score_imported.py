@@ -9,7 +9,6 @@ import pytest
 
 from autocomp.config import ScoreConfig
 from autocomp.importers import import_benchmark
-from autocomp.scoring import load_scorer
 from autocomp.scoring.registry import get_model
 from autocomp.scoring.stage import score_stage
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 def _score(part: Path, out: Path) -> list[dict]:
     entry = get_model("tiny-clip")
-    summary = score_stage(entry, part, out, lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig())
+    summary = score_stage(entry, part, out, ScoreConfig(device="cpu"))
     return summary.to_pylist()
 
 

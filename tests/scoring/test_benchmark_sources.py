@@ -10,7 +10,8 @@ from PIL import Image
 from autocomp.config import NegativesConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.scoring.stage import check_benchmark, load_image
+from autocomp.scoring.checks import check_benchmark
+from autocomp.scoring.images import load_image
 from autocomp.store import publish
 from autocomp.store.catalog.benchmarks import check_source, open_benchmark, resolve_benchmark
 

@@ -7,8 +7,10 @@ from autocomp.config import NegativesConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring import load_scorer
+from autocomp.scoring.items import judge
 from autocomp.scoring.registry import get_model
-from autocomp.scoring.stage import judge, read_predictions, score_stage
+from autocomp.scoring.stage import score_stage
+from autocomp.store.catalog.runs import read_predictions
 
 
 def test_tie_rule_never_favours_the_positive():
@@ -45,9 +47,7 @@ def benchmark(tmp_path):
 def test_score_stage_end_to_end(tmp_path, benchmark):
     path, root = benchmark
     entry = get_model("tiny-clip")
-    summary = score_stage(
-        entry, path, tmp_path / "run", lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(root)
-    )
+    summary = score_stage(entry, path, tmp_path / "run", ScoreConfig(root, device="cpu"))
     rows = {(r["n"], r["set"], r["protocol"]): r for r in summary.to_pylist()}
     assert rows[(2, "swap", "paper")]["items"] == 5 and rows[(2, "swap", "paper")]["failed"] == 2
     assert rows[(2, "confusion", "paper")]["chance"] == pytest.approx(1 / 16)
@@ -83,48 +83,36 @@ def test_resume_scores_only_missing_items(tmp_path, benchmark):
         return made[-1]
 
     out = tmp_path / "run"
-    score_stage(entry, path, out, factory, ScoreConfig(root, max_candidates=40))
+    score_stage(entry, path, out, ScoreConfig(root, max_candidates=40), loader=factory)
     parts = sorted((out / "predictions").glob("part-*.parquet"))
     assert len(parts) > 2
     first = read_predictions(out).sort_by("sample_id")
     (out / "predictions" / parts[-1].name).unlink()
     (out / "scores" / parts[-1].name).unlink()
-    score_stage(entry, path, out, factory, ScoreConfig(root, max_candidates=40))
+    score_stage(entry, path, out, ScoreConfig(root, max_candidates=40), loader=factory)
     assert len(made) == 2
     assert made[1].calls["image_encodes"] < made[0].calls["image_encodes"]
     assert read_predictions(out).sort_by("sample_id").equals(first)
-    score_stage(entry, path, out, factory, ScoreConfig(root, max_candidates=40))
+    score_stage(entry, path, out, ScoreConfig(root, max_candidates=40), loader=factory)
     assert len(made) == 2  # nothing left: the model is not even loaded
 
 
 @pytest.mark.slow
 def test_run_folder_of_another_model_is_refused(tmp_path, benchmark):
     path, root = benchmark
-    score_stage(
-        get_model("tiny-clip"),
-        path,
-        tmp_path / "run",
-        lambda: load_scorer("tiny-clip", "cpu"),
-        ScoreConfig(root),
-    )
+    score_stage(get_model("tiny-clip"), path, tmp_path / "run", ScoreConfig(root, device="cpu"))
     with pytest.raises(UsageError, match="another model"):
-        score_stage(
-            get_model("tiny-siglip"),
-            path,
-            tmp_path / "run",
-            lambda: load_scorer("tiny-siglip", "cpu"),
-            ScoreConfig(root),
-        )
+        score_stage(get_model("tiny-siglip"), path, tmp_path / "run", ScoreConfig(root))
 
 
 def test_bad_benchmarks(tmp_path):
     pq.write_table(pa.table({"family": ["color"]}), tmp_path / "t.parquet")
     with pytest.raises(UsageError, match="missing column"):
-        score_stage(get_model("tiny-clip"), tmp_path / "t.parquet", tmp_path / "o", lambda: None)
+        score_stage(get_model("tiny-clip"), tmp_path / "t.parquet", tmp_path / "o")
     sample_stage("color", 2, 2, 0, tmp_path / "c.parquet")
     negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1))
     with pytest.raises(UsageError, match="no image column.*--blind"):
-        score_stage(get_model("tiny-clip"), tmp_path / "b.parquet", tmp_path / "o", lambda: None)
+        score_stage(get_model("tiny-clip"), tmp_path / "b.parquet", tmp_path / "o")
 
 
 @pytest.mark.slow
@@ -171,10 +159,9 @@ def test_failed_items_are_retried_by_the_next_run(tmp_path, benchmark):
     wrong = tmp_path / "elsewhere"
     wrong.mkdir()
     out = tmp_path / "run"
-    factory = lambda: load_scorer("tiny-clip", "cpu")  # noqa: E731
-    first = score_stage(entry, path, out, factory, ScoreConfig(str(wrong)))
+    first = score_stage(entry, path, out, ScoreConfig(str(wrong), device="cpu"))
     assert set(first.column("failed").to_pylist()) == set(first.column("items").to_pylist())
-    again = score_stage(entry, path, out, factory, ScoreConfig(root))
+    again = score_stage(entry, path, out, ScoreConfig(root, device="cpu"))
     swap = {(r["n"], r["protocol"]): r for r in again.to_pylist() if r["set"] == "swap"}
     assert swap[(2, "paper")]["items"] == 5 and swap[(2, "paper")]["failed"] == 2  # 2 bad files
     predictions = read_predictions(out)
@@ -198,7 +185,7 @@ def test_paths_leaving_the_images_root_and_bombs_fail_their_item(tmp_path, bench
     pq.write_table(table.set_column(table.schema.get_field_index("image"), "image",
                                     pa.array(refs)), tmp_path / "hostile.parquet")  # fmt: skip
     score_stage(get_model("tiny-clip"), tmp_path / "hostile.parquet", tmp_path / "run",
-                lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(root))  # fmt: skip
+                ScoreConfig(root, device="cpu"))  # fmt: skip
     reasons = {p["sample_id"]: p["reason"] for p in read_predictions(tmp_path / "run").to_pylist()}
     ids = table.column("concept_id").to_pylist()
     for i in range(3):
@@ -214,10 +201,8 @@ def test_captions_past_the_context_are_counted_not_hidden(tmp_path, benchmark):
     captions[0] = "A photo of " + " and ".join(f"a red cup number {i}" for i in range(40)) + "."
     table = table.set_column(table.schema.get_field_index("caption"), "caption", [captions])
     pq.write_table(table, tmp_path / "long.parquet")
-    summary = score_stage(
-        get_model("tiny-clip"), tmp_path / "long.parquet", tmp_path / "run",
-        lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(root),
-    )  # fmt: skip
+    summary = score_stage(get_model("tiny-clip"), tmp_path / "long.parquet", tmp_path / "run",
+                          ScoreConfig(root, device="cpu"))  # fmt: skip
     preds = read_predictions(tmp_path / "run").to_pylist()
     first = table.column("sample_id")[0].as_py() if "sample_id" in table.column_names else None
     cut = {p["sample_id"] for p in preds if p["truncated"]}

@@ -150,17 +150,13 @@ def test_score_stage_with_a_generative_model(tmp_path):
     table = table.append_column("image", pa.array([f"{i}.png" for i in range(table.num_rows)]))
     pq.write_table(table, tmp_path / "bench.parquet")
     entry = get_model("tiny-qwen2.5-vl")
-    summary = score_stage(
-        entry, tmp_path / "bench.parquet", tmp_path / "run",
-        lambda: load_scorer(entry.name, device="cpu"), ScoreConfig(str(tmp_path)),
-    )  # fmt: skip
+    summary = score_stage(entry, tmp_path / "bench.parquet", tmp_path / "run",
+                          ScoreConfig(str(tmp_path), device="cpu"))  # fmt: skip
     rows = {(r["set"], r["protocol"]): r for r in summary.to_pylist()}
     assert rows[("confusion", "paper")]["items"] == 2
     assert rows[("confusion", "paper")]["chance"] == pytest.approx(1 / 108)
-    blind = score_stage(
-        entry, tmp_path / "bench.parquet", tmp_path / "blind",
-        lambda: load_scorer(entry.name, device="cpu"), ScoreConfig(blind=True),
-    )  # fmt: skip
+    blind = score_stage(entry, tmp_path / "bench.parquet", tmp_path / "blind",
+                        ScoreConfig(blind=True, device="cpu"))  # fmt: skip
     assert blind.num_rows == summary.num_rows
 
 

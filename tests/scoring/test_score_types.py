@@ -17,15 +17,11 @@ from autocomp.config import NegativesConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring import ScoreRequest, choice, load_scorer
+from autocomp.scoring.items import item_from_row
 from autocomp.scoring.registry import get_model
-from autocomp.scoring.stage import (
-    PREDICTIONS_SCHEMA,
-    collect_runs,
-    item_from_row,
-    read_predictions,
-    score_stage,
-    summarize,
-)
+from autocomp.scoring.stage import score_stage
+from autocomp.store.catalog.runs import ScoreRun, collect_runs, read_predictions
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 from autocomp.store.tables import read_metadata
 
 VLM = "tiny-qwen2.5-vl"  # byte-level tokenizer without merges: one token per UTF-8 byte
@@ -105,7 +101,7 @@ def test_tables_without_score_type_read_as_score(tmp_path):
     (tmp_path / "run" / "predictions").mkdir(parents=True)
     pq.write_table(old, tmp_path / "run" / "predictions" / "part-00000.parquet")
     assert read_predictions(tmp_path / "run")["score_type"].to_pylist() == ["score"]
-    summary = summarize(tmp_path / "run")
+    summary = ScoreRun(tmp_path / "run").summarize()
     assert summary["score_type"].to_pylist() == ["score"] and summary["accuracy"][0].as_py() == 1
     pq.write_table(summary.drop_columns(["score_type"]), tmp_path / "run" / "summary.parquet")
     both = collect_runs([tmp_path / "run", tmp_path / "run"], tmp_path / "all")
@@ -138,7 +134,7 @@ def test_per_token_score_is_the_score_over_its_tokens(tmp_path):
         made.append(load_scorer(VLM, device="cpu"))
         return made[-1]
 
-    summary = score_stage(entry, path, tmp_path / "run", factory, ScoreConfig(str(tmp_path)))
+    summary = score_stage(entry, path, tmp_path / "run", ScoreConfig(str(tmp_path)), loader=factory)
     scores = pq.read_table(tmp_path / "run" / "scores").to_pylist()
     bench = {item_from_row(r, i).sample_id: item_from_row(r, i)
              for i, r in enumerate(pq.read_table(path).to_pylist())}  # fmt: skip
@@ -179,8 +175,8 @@ def test_per_token_score_is_the_score_over_its_tokens(tmp_path):
 @pytest.mark.slow
 def test_contrastive_models_have_only_the_native_score(tmp_path):
     path = _benchmark(tmp_path, "color", 2, 2)
-    summary = score_stage(get_model("tiny-clip"), path, tmp_path / "run",
-                          lambda: load_scorer("tiny-clip", "cpu"), ScoreConfig(str(tmp_path)))  # fmt: skip
+    config = ScoreConfig(str(tmp_path), device="cpu")
+    summary = score_stage(get_model("tiny-clip"), path, tmp_path / "run", config)
     assert set(summary["score_type"].to_pylist()) == {"score"}
     assert pq.read_table(tmp_path / "run" / "scores")["tokens"].null_count > 0
 
@@ -190,8 +186,8 @@ def test_blind_choice_records_its_options_and_reads_the_best_label(tmp_path):
     path = _benchmark(tmp_path, "color", 2, 2, images=False)
     entry = get_model(VLM)
     factory = lambda: load_scorer(VLM, device="cpu")  # noqa: E731
-    config = ScoreConfig(blind="choice", choice_negatives=5, choice_seed=3)
-    summary = score_stage(entry, path, tmp_path / "run", factory, config)
+    config = ScoreConfig(blind="choice", device="cpu", choice_negatives=5, choice_seed=3)
+    summary = score_stage(entry, path, tmp_path / "run", config)
     predictions = read_predictions(tmp_path / "run").to_pylist()
     scores = pq.read_table(tmp_path / "run" / "scores").to_pylist()
     bench = [item_from_row(r, i) for i, r in enumerate(pq.read_table(path).to_pylist())]
@@ -232,10 +228,10 @@ def test_blind_choice_records_its_options_and_reads_the_best_label(tmp_path):
                   key=lambda s: s["option"])  # fmt: skip
     assert max(abs(a - s["score"]) for a, s in zip(again, mine)) <= 1e-5
     # another seed is another run: refused in this folder, other options in a new one
-    other = ScoreConfig(blind="choice", choice_negatives=5, choice_seed=4)
+    other = ScoreConfig(blind="choice", device="cpu", choice_negatives=5, choice_seed=4)
     with pytest.raises(UsageError, match="another model, benchmark or mode"):
-        score_stage(entry, path, tmp_path / "run", factory, other)
-    score_stage(entry, path, tmp_path / "run4", factory, other)
+        score_stage(entry, path, tmp_path / "run", other)
+    score_stage(entry, path, tmp_path / "run4", other)
     changed = [p["options"] for p in read_predictions(tmp_path / "run4").to_pylist()]
     assert changed != [p["options"] for p in predictions]
 
@@ -261,14 +257,13 @@ def _make_old(out) -> None:
 def test_an_old_contrastive_run_is_upgraded_in_place(tmp_path):
     path = _benchmark(tmp_path, "color", 2, 4)
     entry, out = get_model("tiny-clip"), tmp_path / "run"
-    config = ScoreConfig(str(tmp_path), max_candidates=40)
-    factory = lambda: load_scorer("tiny-clip", "cpu")  # noqa: E731
-    first = score_stage(entry, path, out, factory, config)
+    config = ScoreConfig(str(tmp_path), device="cpu", max_candidates=40)
+    first = score_stage(entry, path, out, config)
     _make_old(out)
     last = sorted((out / "predictions").glob("part-*.parquet"))[-1].name
     (out / "predictions" / last).unlink()
     (out / "scores" / last).unlink()
-    again = score_stage(entry, path, out, factory, config)  # resumes the missing part
+    again = score_stage(entry, path, out, config)  # resumes the missing part
     assert again.equals(first)
     for folder in ("scores", "predictions"):  # every part in today's schema
         schemas = {pq.read_schema(p).remove_metadata() for p in (out / folder).glob("*.parquet")}
@@ -280,8 +275,8 @@ def test_an_old_contrastive_run_is_upgraded_in_place(tmp_path):
 def test_an_old_generative_run_is_refused(tmp_path):
     path = _benchmark(tmp_path, "color", 2, 1, images=False)
     entry, out = get_model(VLM), tmp_path / "run"
-    factory = lambda: load_scorer(VLM, device="cpu")  # noqa: E731
-    score_stage(entry, path, out, factory, ScoreConfig(blind=True))
+    config = ScoreConfig(blind=True, device="cpu")
+    score_stage(entry, path, out, config)
     _make_old(out)
     with pytest.raises(UsageError, match="before per-token scores.*new folder"):
-        score_stage(entry, path, out, factory, ScoreConfig(blind=True))
+        score_stage(entry, path, out, config)

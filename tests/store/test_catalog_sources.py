@@ -19,9 +19,9 @@ from autocomp.config import NegativesConfig
 from autocomp.finetune.config import profile
 from autocomp.finetune.stage import split
 from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.scoring.stage import PREDICTIONS_SCHEMA
 from autocomp.store.catalog import ids
 from autocomp.store.catalog.benchmarks import resolve_benchmark
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 from autocomp.store.publish import publish_stage
 from autocomp.store.storage import open_store
 

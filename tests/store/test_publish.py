@@ -8,7 +8,7 @@ from PIL import Image
 
 from autocomp.config import NegativesConfig, SampleConfig
 from autocomp.protocol.stages import negatives_stage, reuse_or_sample, sample_many
-from autocomp.scoring.stage import load_image
+from autocomp.scoring.images import load_image
 from autocomp.store.publish import fetch_benchmark, publish_stage
 
 

@@ -69,7 +69,7 @@ def mean_interval(values: Sequence[float], seed: int = 0, resamples: int = 2000)
 
 def load_runs(folders: Sequence[str | Path]) -> list[dict[str, Any]]:
     """The fine-tuning score runs among `folders` (each: finetune.json + predictions)."""
-    from autocomp.scoring.stage import read_predictions
+    from autocomp.store.catalog.runs import read_predictions
 
     runs = []
     for folder in folders:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,9 +12,6 @@ from autocomp.errors import UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from autocomp.scoring.registry import ModelEntry
-    from autocomp.store.catalog.benchmarks import Benchmark
 
 
 def _models(args: argparse.Namespace) -> None:
@@ -37,27 +33,9 @@ def _models(args: argparse.Namespace) -> None:
     print(format_table(headers, rows))
 
 
-def _check_out(out: Path) -> None:
-    """The output folder can hold model folders (checked before anything is loaded)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder for the run")
-    if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
-    if (out / "run.json").is_file():
-        raise UsageError(
-            "--out",
-            str(out),
-            "holds a one-model run of an earlier autocomp (run.json at its top); each model now "
-            "has its folder <out>/<model>/: move the run's files into it to resume, or give a "
-            "new --out",
-        )
-
-
 def _score(args: argparse.Namespace) -> None:
-    from autocomp.devices import check_device
-    from autocomp.scoring.specs import parse_specs, resolve_spec
-    from autocomp.scoring.stage import check_benchmark, check_config, check_mode
-    from autocomp.store.catalog.benchmarks import check_source, resolve_benchmark
+    from autocomp.progress import row_progress
+    from autocomp.scoring import score
 
     config = ScoreConfig(
         images=args.images,
@@ -67,55 +45,21 @@ def _score(args: argparse.Namespace) -> None:
         limit=args.limit,
         **_choice(args),
     )
-    check_config(config)
-    specs = parse_specs(args.model)  # every value's syntax and registered names: fast
+    summary = score(args.model, args.benchmark, args.out, config, store=args.store,
+                    progress=row_progress)  # fmt: skip
+    _print_summary(summary)
     out = Path(args.out)
-    _check_out(out)
-    check_source(args.benchmark, args.store)
-    if config.images is not None and not Path(config.images).is_dir():
-        raise UsageError("--images", config.images, "is not a folder; give the images folder")
-    entries = [resolve_spec(spec) for spec in specs]  # every model, before any is loaded
-    for entry in entries:
-        check_mode(entry, config)
-    check_device(config.device)
-    created = not out.exists()
-    try:
-        out.mkdir(exist_ok=True)
-        benchmark = resolve_benchmark(args.benchmark, args.store, out)
-        check_benchmark(benchmark, config)
-        summary = _score_all(entries, benchmark, out, config)
-    except BaseException:
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()  # a call that failed before its first result leaves nothing
-        raise
-    _print_summary(summary, [e.name for e in entries])
     print(
         f"paper protocol shown; every protocol in {out / 'summary.parquet'}; scores, predictions "
         f"and run.json per model in {out}/<model>/"
     )
 
 
-def _score_all(
-    entries: list[ModelEntry], benchmark: Benchmark, out: Path, config: ScoreConfig
-) -> pa.Table:
-    """Score each model into <out>/<model>/, one after another; write the combined summary."""
-    from autocomp.progress import row_progress
-    from autocomp.scoring import load_scorer
-    from autocomp.scoring.stage import collect_runs, score_stage
-
-    total = min(config.limit or benchmark.rows, benchmark.rows)
-    for i, entry in enumerate(entries, 1):
-        label = f"score {entry.name}" + (f" ({i}/{len(entries)})" if len(entries) > 1 else "")
-        factory = functools.partial(load_scorer, entry, config.device, config.batch_size)
-        with row_progress(label, total) as advance:
-            score_stage(entry, benchmark, out / entry.name, factory, config, progress=advance)
-    return collect_runs([out / e.name for e in entries], out)
-
-
-def _print_summary(summary: pa.Table, order: list[str]) -> None:
-    """One table: model x family x N x condition x set (x score type), paper protocol."""
-    rank = {name: i for i, name in enumerate(order)}
+def _print_summary(summary: pa.Table) -> None:
+    """One table: model x family x N x condition x set (x score type), paper protocol; the
+    models in the order scored."""
     rows = [r for r in summary.to_pylist() if r["protocol"] == "paper"]
+    rank = {name: i for i, name in enumerate(dict.fromkeys(r["model"] for r in rows))}
     types = {"score": 0, "per_token": 1, "choice": 2}
     rows.sort(key=lambda r: (rank.get(r["model"], len(rank)), r["family"], r["n"],
                              r["condition"], r["set"], types.get(r["score_type"], 3)))  # fmt: skip

@@ -90,19 +90,12 @@ def score_checkpoint(
     import json
 
     from autocomp.config import ScoreConfig
-    from autocomp.scoring.registry import backend_class
     from autocomp.scoring.stage import score_stage
 
     entry = resolve_entry(model)
     out = Path(out)
-    score_stage(
-        entry,
-        benchmark,
-        out,
-        lambda: backend_class(entry)(entry, device=device),
-        ScoreConfig(images=str(images_root) if images_root else None, device=device),
-        progress=progress,
-    )
+    config = ScoreConfig(images=str(images_root) if images_root else None, device=device)
+    score_stage(entry, benchmark, out, config, progress=progress)
     meta = {"base_model": entry.name, "negatives": "pretrained", "seed": None}
     if Path(model).is_dir():
         run = json.loads((Path(model) / "run.json").read_text())

@@ -144,7 +144,7 @@ class _Encoder:
 
 
 def _load_images(rows: list[dict], root: Path | None) -> list[Any]:
-    from autocomp.scoring.stage import load_image
+    from autocomp.scoring.images import load_image
 
     out = []
     for row in rows:
@@ -193,7 +193,7 @@ def evaluate(enc: _Encoder, score: str, rows: list[dict], root: Path | None) -> 
     decoded 64 at a time)."""
     import torch
 
-    from autocomp.scoring.stage import item_from_row, judge
+    from autocomp.scoring.items import item_from_row, judge
 
     enc.model.eval()
     correct = {"swap": 0, "confusion": 0}

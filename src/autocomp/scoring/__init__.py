@@ -1,20 +1,24 @@
-"""Scorers: one batched interface over model backends (see autocomp.scoring.registry.BACKENDS).
+"""Scoring: one batched interface over model backends (see autocomp.scoring.registry.BACKENDS),
+and `score`, the one entry that scores models on a benchmark (autocomp.scoring.stage).
 
 A scorer takes a list of requests (an image key, or None for a blind request, and a caption) and
 the images they name, and returns one score per request, in order. Higher means the model finds
-the caption more likely for the image. Backends import their heavy libraries themselves.
-Generative scorers also have `token_counts(texts)`: the tokens each score sums over (the score
-stage's per-token score).
+the caption more likely for the image. Backends import their heavy libraries themselves. What a
+backend must implement is `Scorer`; tests/scoring/test_scorer_contract.py holds every backend (its
+tiny variants) to it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from autocomp.scoring.registry import ModelEntry
+    from autocomp.scoring.stage import score
+
+__all__ = ["ScoreRequest", "Scorer", "load_scorer", "score"]
 
 
 @dataclass(frozen=True)
@@ -30,13 +34,25 @@ class ScoreRequest:
     prompt: str | None = None
 
 
+@runtime_checkable
 class Scorer(Protocol):
-    """What every backend implements."""
+    """What every backend implements (and all the score stage asks of one)."""
 
-    calls: dict[str, int]
+    calls: dict[str, int]  # work done so far, by kind (encodes, forwards...): tests and benchmarks
 
     def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
-        """One score per request, in order."""
+        """One score per request, in order. A backend that cannot score without an image
+        raises ValueError on a blind request (the stage refuses blind mode for it first)."""
+        ...
+
+    def truncated(self, texts: Sequence[str]) -> list[bool]:
+        """Per caption: whether the model's text context cut it before scoring (the stage
+        counts these in `truncated`); all False for a backend that scores captions whole."""
+        ...
+
+    def token_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """Per caption: how many tokens its score sums over (the per-token score divides by
+        it), without a forward pass; None when the score is not a sum over tokens."""
         ...
 
 
@@ -55,3 +71,13 @@ def load_scorer(
     if batch_size is not None:
         options[BATCH_OPTION[entry.backend]] = batch_size
     return backend_class(entry)(entry, device=device, **options)
+
+
+def __getattr__(name: str) -> Any:
+    """`score` is imported on first use (the stage reads tables: pyarrow, the catalog)."""
+    if name == "score":
+        from autocomp.scoring.stage import score
+
+        globals()["score"] = score
+        return score
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ from typing import Any
 
 from autocomp.devices import select_device
 from autocomp.errors import UsageError, weights_error
-from autocomp.scoring import ScoreRequest
+from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.registry import ModelEntry
 
 WEIGHTS_DIR_ENV = "AUTOCOMP_WEIGHTS_DIR"
@@ -102,7 +102,7 @@ def text_batch_size(device: str, width: int, context: int, default: int) -> int:
     return int(min(4096, max(64, free // 4 // per_caption)))
 
 
-class OpenClipScorer:
+class OpenClipScorer(Scorer):
     """Scores (image, caption) pairs with an open_clip model."""
 
     def __init__(
@@ -176,6 +176,10 @@ class OpenClipScorer:
         self._tokenize(texts)
         return [self.tokens[t][1] for t in texts]
 
+    def token_counts(self, texts: Sequence[str]) -> None:
+        """None: a cosine or sigmoid score is not a sum over the caption's tokens."""
+        return None
+
     # ------------------------------------------------------------------------- encoders
 
     def _encode_images(self, items: list[Any]) -> Any:
@@ -225,6 +229,8 @@ class OpenClipScorer:
 
     def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
         """Cosine or sigmoid score per request; each distinct image and caption encoded once."""
+        if not requests:
+            return []
         if any(r.image_key is None for r in requests):
             raise ValueError("contrastive models cannot score a caption without an image")
         image_keys = list(dict.fromkeys(r.image_key for r in requests))

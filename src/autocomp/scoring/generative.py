@@ -19,6 +19,9 @@ candidates (on a GPU more, as many as a quarter of the free memory holds) and ha
 out-of-memory until they fit. `naive=True` runs
 one full forward per candidate: the reference the shared path is tested against. Blind requests
 (image None) use the same prompt without the image (paper A.8).
+
+Longer than 450 lines on purpose: the scorer and the split attention it swaps in stay one module,
+whose names (`_split_attention`, `_SPLIT`) the tests and benchmarks patch.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 
 from autocomp.devices import select_device, select_dtype
 from autocomp.errors import weights_error
-from autocomp.scoring import ScoreRequest
+from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.placement import load_options
 from autocomp.scoring.registry import ModelEntry
 
@@ -44,7 +47,7 @@ def _is_oom(exc: BaseException) -> bool:
     return "out of memory" in str(exc).lower()
 
 
-class VlmScorer:
+class VlmScorer(Scorer):
     """Scores captions by their log-likelihood under a vision-language model."""
 
     split = True  # chunks attend to the one prefix cache through the split attention
@@ -150,6 +153,10 @@ class VlmScorer:
         blind multiple-choice test needs no method of its own: autocomp.scoring.choice asks
         `score` for each option label as the reply to a prompt listing the options.)"""
         return [len(ids) for ids in self._caption_ids(list(texts))]
+
+    def truncated(self, texts: Sequence[str]) -> list[bool]:
+        """All False: every caption is scored whole (its tokens follow the prefix; none cut)."""
+        return [False] * len(texts)
 
     # ------------------------------------------------------------------ scoring
 

@@ -167,21 +167,3 @@ def backend_class(entry: ModelEntry) -> type:
 
     module, cls = BACKENDS[entry.backend].split(":")
     return getattr(importlib.import_module(module), cls)
-
-
-def gpu_groups(path: str | Path | None = None) -> list[int]:
-    """The distinct GPU counts of registered models (one fan-out per count in evaluate_models)."""
-    return sorted({m.gpus for m in all_models(path).values()})
-
-
-NO_MODEL = "none"  # the one item of an empty fan-out (an empty ParallelFor has no outputs)
-
-
-def models_for(requested: list[str], gpus: int, path: str | Path | None = None) -> list[str]:
-    """The requested models (names, or "all": every non-tiny model) that need `gpus` GPUs;
-    [NO_MODEL] when there are none, so the pipeline's fan-in still has an input."""
-    models = all_models(path)
-    names = [n for n in models if not models[n].is_tiny] if requested == ["all"] else requested
-    for name in names:
-        get_model(name, path)  # unknown names and unreviewed remote code fail here, early
-    return [n for n in names if models[n].gpus == gpus] or [NO_MODEL]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ class ModelSpec:
     """One `--model` value after the syntax pass."""
 
     text: str  # as given
-    kind: str  # registry | open_clip | hf
+    kind: str  # registry | open_clip | hf | entry (a ModelEntry given as it is)
     name: str  # the model's name and output folder
     entry: ModelEntry | None = None  # registry
     architecture: str | None = None  # open_clip
@@ -130,12 +131,19 @@ def _parse_hf(text: str) -> ModelSpec:
     return ModelSpec(text, "hf", safe_name(name), source=repo, revision=revision)
 
 
-def parse_specs(values: list[str]) -> list[ModelSpec]:
-    """The syntax pass of every value: all fail or none (no heavy library is imported)."""
-    texts = split_values(values)
-    if not texts:
-        raise UsageError("--model", ",".join(values), "give at least one model")
-    specs = [parse_spec(t) for t in texts]
+def parse_specs(values: str | ModelEntry | Sequence[str | ModelEntry]) -> list[ModelSpec]:
+    """The syntax pass of every value (a `--model` value: a name, a spec or a comma list of
+    them; or a ModelEntry, taken as it is): all fail or none (no heavy library is imported)."""
+    if isinstance(values, (str, ModelEntry)):
+        values = [values]
+    specs: list[ModelSpec] = []
+    for value in values:
+        if isinstance(value, ModelEntry):
+            specs.append(ModelSpec(value.name, "entry", value.name, entry=value))
+        else:
+            specs += [parse_spec(t) for t in split_values([value])]
+    if not specs:
+        raise UsageError("--model", ",".join(str(v) for v in values), "give at least one model")
     seen: dict[str, str] = {}
     for spec in specs:
         if spec.name in RESERVED:
@@ -324,6 +332,6 @@ def resolve_spec(spec: ModelSpec) -> ModelEntry:
     return _hf_entry(spec)
 
 
-def resolve_models(values: list[str]) -> list[ModelEntry]:
+def resolve_models(values: str | Sequence[str | ModelEntry]) -> list[ModelEntry]:
     """Every --model value as an entry, all checked before any is used."""
     return [resolve_spec(spec) for spec in parse_specs(values)]

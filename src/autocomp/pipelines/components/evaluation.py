@@ -56,20 +56,23 @@ def score(
     import tempfile
 
     from autocomp.process import ending
+    from autocomp.scoring import score as score_models
     from autocomp.scoring.registry import REGISTRY_ENV
-    from autocomp.scoring.stage import score_model
+    from autocomp.store.catalog.benchmarks import open_benchmark
 
     path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(registry)  # the compiling machine's entry, not the image's
     os.environ[REGISTRY_ENV] = path
-    score_model(model, os.path.join(benchmark.path, "benchmark.parquet"), scores.path, store, name)
+    table = open_benchmark(os.path.join(benchmark.path, "benchmark.parquet"))
+    results = f"results/{name}" if store else None  # each run published as results/<name>/<model>
+    score_models([model], table, scores.path, store=store or None, results=results)
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @dsl.component(base_image=image("core"), install_kfp_package=False)
 def collect_scores(parts: Input[List[Dataset]], results: Output[Dataset]) -> None:  # noqa: UP006
-    from autocomp.scoring.stage import collect_runs
+    from autocomp.store.catalog.runs import collect_runs
 
     collect_runs([p.path for p in parts], results.path)
 

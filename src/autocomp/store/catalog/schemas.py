@@ -1,8 +1,8 @@
 """The column schemas of the tables autocomp writes, each in one place, with its columns.
 
 Every table also carries its provenance document in the Parquet metadata (store/tables.py). The
-score run's tables (scores, predictions) are documented with the score stage
-(autocomp.scoring.stage). Sample ids are `<concept_id>/<condition>` (store/catalog/ids.py).
+score run's folder is store/catalog/runs.py. Sample ids are `<concept_id>/<condition>`
+(store/catalog/ids.py).
 """
 
 from __future__ import annotations
@@ -220,3 +220,44 @@ CURVE_SCHEMA = pa.schema(
 )
 """curve.parquet of a fine-tuning run (autocomp.finetune.train): one row per training step and
 one per evaluation."""
+
+# ----------------------------------------------------------------------------- score runs
+
+SCORES_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("sample_id", pa.string()),
+        ("candidate_index", pa.int32()),
+        ("score", pa.float64()),
+        ("tokens", pa.int32()),  # generative: tokens the score sums over; else null
+        ("score_type", pa.string()),  # "score", or "choice" (a label's score, --blind choice)
+        ("set", pa.string()),  # choice rows: the set, protocol and 1-based option shown
+        ("protocol", pa.string()),
+        ("option", pa.int32()),
+    ]
+)
+"""scores/part-*.parquet of a score run (store/catalog/runs.py): one row per scored candidate."""
+
+PREDICTIONS_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("sample_id", pa.string()),
+        ("family", pa.string()),
+        ("n", pa.int8()),
+        ("condition", pa.string()),
+        ("set", pa.string()),
+        ("protocol", pa.string()),
+        ("candidates", pa.int32()),
+        ("correct", pa.bool_()),
+        ("tie", pa.bool_()),
+        ("predicted", pa.int32()),
+        ("positive_score", pa.float64()),
+        ("best_negative_score", pa.float64()),
+        ("failed", pa.bool_()),
+        ("reason", pa.string()),
+        ("truncated", pa.bool_()),
+        ("score_type", pa.string()),
+        ("options", pa.string()),  # choice: candidate indices in the order shown, "4,0,9"
+    ]
+)
+"""predictions/part-*.parquet of a score run: one row per sample x set x protocol x score type."""

@@ -1,0 +1,290 @@
+"""One model's score-run folder (`autocomp score`: <out>/<model>/), owned by `ScoreRun`:
+
+    run.json                   model entry, benchmark (source, digest), mode, limit, versions (a
+                               resumed run must match it)
+    scores/part-NNNNN.parquet  model, sample_id, candidate_index, score, tokens (SCORES_SCHEMA)
+    predictions/part-*.parquet one row per sample x set x protocol x score type
+                               (PREDICTIONS_SCHEMA)
+    summary.parquet            accuracy per family x N x condition x set x protocol x score type,
+                               with chance
+
+Choice rows (`--blind choice`): scores rows are the option labels' scores, with the set,
+protocol and shown position (`option`); predictions list the options shown (`options`:
+candidate indices in the order shown, comma separated; a string, so the table stays joinable
+and writable as CSV). Tables written before `score_type` existed read as all "score".
+
+Resume: items whose predictions already exist in the folder are not scored again; parts are
+written atomically, so a killed run resumes at the first unfinished part; items that failed are
+dropped and scored again. A folder written before score types (run.json without "format") is
+upgraded in place when it is contrastive (its scores are complete) and refused when it is
+generative (no token counts for the per-token score). A resumed run may raise or drop its limit
+(the first items are scored already; only the rest is scored), never lower it (the summary would
+then count items outside the limit).
+
+Plain pyarrow: no model library, nothing of autocomp.scoring (the layer above).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from autocomp.errors import UsageError
+from autocomp.store.atomic import sweep_stale, write_json
+from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA, SCORES_SCHEMA
+from autocomp.store.tables import provenance, read_metadata, write_table
+
+SCORE_FORMAT = 2  # 2: scores have tokens, predictions score_type (run.json "format")
+SUMMARY_KEYS = ("model", "family", "n", "condition", "set", "protocol", "score_type")
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.parquet"
+
+
+class ScoreRun:
+    """The run folder of one model on one benchmark: check, resume, write, read."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.upgrade = False  # check() found a run written before score types
+
+    @property
+    def scores(self) -> Path:
+        return self.folder / "scores"
+
+    @property
+    def predictions(self) -> Path:
+        return self.folder / "predictions"
+
+    def _parts(self) -> list[Path]:
+        return sorted(self.predictions.glob("part-*.parquet"))
+
+    # ------------------------------------------------------------------ before any work
+
+    def check(self, record: dict[str, Any], rows: int) -> None:
+        """A resumed run must be of the same model, weights, benchmark and mode, and may only
+        extend its --limit (`rows`: the benchmark's); checked before any work. Sets `upgrade`
+        when the folder holds a run written before score types."""
+        out = self.folder
+        if out.exists() and not out.is_dir():
+            raise UsageError("--out", str(out), "is a file; give a folder for the run")
+        if not out.parent.is_dir():
+            raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+        run_file = out / RUN_FILE
+        if not run_file.exists():
+            return
+        try:
+            previous = json.loads(run_file.read_text())
+        except (OSError, ValueError):
+            raise UsageError(
+                "--out", str(run_file), "is unreadable; delete the folder to start over"
+            ) from None
+        self.upgrade = previous.get("format") is None
+        previous = self._in_todays_terms(previous)
+        keys = ("model", "benchmark_sha", "blind", "choice")
+        weights = ("weights", "architecture", "model_class", "revision")  # same name, other
+        entry, now = previous.get("entry") or {}, record["entry"]  # weights: another model
+        same_weights = all(entry.get(k) == now.get(k) for k in weights) or not entry
+        if any(previous.get(k) != record.get(k) for k in keys) or not same_weights:
+            raise UsageError(
+                "--out",
+                str(out),
+                "holds a run of another model, benchmark or mode (--blind and its choice "
+                "settings); use a new folder to keep both",
+            )
+        before = min(previous.get("limit") or rows, rows)
+        if min(record.get("limit") or rows, rows) < before:
+            raise UsageError(
+                "--limit",
+                record.get("limit"),
+                f"{out} already holds the first {before} items; a resumed run may only extend "
+                f"it: give --limit {before} or more (or none), or a new --out",
+            )
+
+    def _in_todays_terms(self, previous: dict[str, Any]) -> dict[str, Any]:
+        """The previous run's record in today's terms. A run written before score types (no
+        "format") is upgraded when its scores are complete (contrastive: only the native
+        score); a generative one is refused, since its items have no token counts for the
+        per-token score."""
+        if previous.get("format") == SCORE_FORMAT:
+            return previous
+        if previous.get("format") is not None:
+            raise UsageError(
+                "--out", str(self.folder), f"holds a run in format {previous['format']} of "
+                "another autocomp version; score into a new folder",
+            )  # fmt: skip
+        if (previous.get("entry") or {}).get("score") == "loglik" or previous.get("blind"):
+            raise UsageError(
+                "--out", str(self.folder), "holds a generative run made before per-token scores "
+                "(it has no token counts); score into a new folder, or delete this one to score "
+                "it again",
+            )  # fmt: skip
+        return {**previous, "blind": "", "choice": None}
+
+    # ------------------------------------------------------------------ resume
+
+    def resume(self) -> set[str]:
+        """Make the folder ready to go on (stale temporary files removed, an old run upgraded,
+        failed items dropped); return the sample ids already scored."""
+        for folder in (self.folder, self.scores, self.predictions):
+            sweep_stale(folder)
+        if self.upgrade:
+            self._upgrade_parts()
+        if not self.predictions.is_dir():
+            return set()
+        self._drop_failures()
+        done: set[str] = set()
+        for part in self._parts():
+            done.update(pq.read_table(part, columns=["sample_id"]).column(0).to_pylist())
+        return done
+
+    def next_part(self) -> int:
+        """The number of the next part to write."""
+        return max((int(p.stem.split("-")[1]) + 1 for p in self._parts()), default=0)
+
+    def _drop_failures(self) -> None:
+        """Failed items are retried by the next run: rewrite (atomically) every part that holds
+        failures without them, scores and predictions alike; a part left empty goes."""
+        for part in self._parts():
+            predictions = pq.read_table(part)
+            failed = set(predictions.filter(predictions["failed"])["sample_id"].to_pylist())
+            if not failed:
+                continue
+            for folder in (self.predictions, self.scores):
+                path = folder / part.name
+                table = pq.read_table(path)
+                keep = pc.invert(pc.is_in(table["sample_id"], pa.array(sorted(failed))))
+                kept = table.filter(keep)
+                if kept.num_rows:
+                    write_table(kept.replace_schema_metadata(None), path, read_metadata(path))
+                else:
+                    path.unlink(missing_ok=True)
+
+    def _upgrade_parts(self) -> None:
+        """Rewrite (atomically) the parts of a run made before score types in today's schemas:
+        score_type "score", no token counts, no choice columns."""
+        for folder, schema in (
+            (self.scores, SCORES_SCHEMA),
+            (self.predictions, PREDICTIONS_SCHEMA),
+        ):
+            for path in sorted(folder.glob("part-*.parquet")):
+                table = pq.read_table(path)
+                if "score_type" not in table.column_names:
+                    table = _conform(table.replace_schema_metadata(None), schema)
+                    write_table(table, path, read_metadata(path))
+
+    # ------------------------------------------------------------------ writing
+
+    def start(self, record: dict[str, Any]) -> None:
+        """Create the folder and its run.json: only once a scored part is about to be written
+        (or the run is done), so a run that fails before (weights, device) leaves nothing."""
+        self.scores.mkdir(parents=True, exist_ok=True)
+        self.predictions.mkdir(exist_ok=True)
+        write_json(self.folder / RUN_FILE, record, indent=2)
+
+    def write_part(
+        self,
+        index: int,
+        scores: Sequence[dict[str, Any]],
+        predictions: Sequence[dict[str, Any]],
+        document: dict[str, Any],
+    ) -> None:
+        """Part `index` of the scores and of the predictions (`document`: the scores' metadata;
+        the predictions' says "predictions")."""
+        name = f"part-{index:05d}.parquet"
+        write_table(pa.Table.from_pylist(list(scores), SCORES_SCHEMA), self.scores / name, document)
+        write_table(
+            pa.Table.from_pylist(list(predictions), PREDICTIONS_SCHEMA),
+            self.predictions / name,
+            {**document, "table": "predictions"},
+        )
+
+    def write_summary(self, document: dict[str, Any]) -> pa.Table:
+        """summary.parquet from the predictions (`document`: the scores' metadata)."""
+        summary = self.summarize()
+        write_table(summary, self.folder / SUMMARY_FILE, {**document, "table": "summary"})
+        return summary
+
+    # ------------------------------------------------------------------ reading
+
+    def read_predictions(self) -> pa.Table:
+        """Every prediction row, parts older than `truncated` and `score_type` included."""
+        parts = sorted(self.predictions.glob("part-*.parquet"))
+        if not parts:
+            return PREDICTIONS_SCHEMA.empty_table()
+        tables = [pq.read_table(p).replace_schema_metadata(None) for p in parts]
+        return with_score_type(pa.concat_tables(tables, promote_options="default"))
+
+    def summarize(self) -> pa.Table:
+        """Accuracy per model x family x N x condition x set x protocol x score type, with the
+        chance baseline."""
+        table = self.read_predictions()
+        table = table.append_column(
+            "chance", pc.divide(1.0, pc.cast(table["candidates"], pa.float64()))
+        )
+        keys = list(SUMMARY_KEYS)
+        grouped = table.group_by(keys).aggregate(
+            [
+                ("sample_id", "count"),
+                ("correct", "sum"),
+                ("failed", "sum"),
+                ("tie", "sum"),
+                ("chance", "mean"),
+                ("truncated", "sum"),
+            ]
+        )
+        names = ["items", "correct", "failed", "ties", "chance", "truncated"]
+        grouped = grouped.rename_columns(keys + names)
+        accuracy = pc.divide(
+            pc.cast(grouped["correct"], pa.float64()), pc.cast(grouped["items"], pa.float64())
+        )
+        return grouped.append_column("accuracy", accuracy).sort_by([(k, "ascending") for k in keys])
+
+    def read_summary(self) -> pa.Table | None:
+        """summary.parquet with its score types (None: the folder has none)."""
+        path = self.folder / SUMMARY_FILE
+        return with_score_type(pq.read_table(path)) if path.is_file() else None
+
+
+def with_score_type(table: pa.Table) -> pa.Table:
+    """`table` (predictions or summary) with a score_type column: tables written before it
+    existed, or rows without it, are the native "score"."""
+    if "score_type" not in table.column_names:
+        return table.append_column("score_type", pa.array(["score"] * table.num_rows, pa.string()))
+    index = table.column_names.index("score_type")
+    return table.set_column(index, "score_type", pc.fill_null(table["score_type"], "score"))
+
+
+def read_predictions(folder: str | Path) -> pa.Table:
+    """The predictions of the run in `folder` (ScoreRun.read_predictions)."""
+    return ScoreRun(folder).read_predictions()
+
+
+def collect_runs(folders: Sequence[str | Path], out: str | Path) -> pa.Table:
+    """One summary table over several score runs (each folder: one model's run), written to
+    <out>/summary.parquet; folders without a summary (or with an empty one) are left out."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    found = (ScoreRun(f).read_summary() for f in folders)
+    tables = [t for t in found if t is not None and t.num_rows]
+    table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+    write_table(table, out / SUMMARY_FILE, provenance("summary", runs=len(folders)))
+    return table
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in `schema`: missing columns null, a missing score_type "score"."""
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            columns.append(table[field.name].cast(field.type))
+        elif field.name == "score_type":
+            columns.append(pa.array(["score"] * table.num_rows, pa.string()))
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
