@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from autocomp.config import FinetuneConfig
 from autocomp.errors import UsageError
-from autocomp.finetune.config import FinetuneConfig
 from autocomp.store.tables import (
     StreamWriter,
     open_parquet,

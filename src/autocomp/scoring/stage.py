@@ -701,7 +701,12 @@ def summarize(out: str | Path) -> pa.Table:
 
 
 def score_model(
-    model: str, benchmark: str | Path, out: str | Path, store: str = "", name: str = ""
+    model: str,
+    benchmark: str | Path,
+    out: str | Path,
+    store: str = "",
+    name: str = "",
+    config: ScoreConfig = ScoreConfig(),
 ) -> Path:
     """Score one registered model and publish its run to the store as results/<name>/<model>.
     A run already published there is fetched instead of scored again (resume)."""
@@ -722,7 +727,9 @@ def score_model(
             target.get(key, out)
             return out
     entry = get_model(model)
-    score_stage(entry, benchmark, out, lambda: load_scorer(model))
+    score_stage(
+        entry, benchmark, out, lambda: load_scorer(model, config.device, config.batch_size), config
+    )
     if target is not None:
         target.put(key, out, {"stage": "score", "model": model, "benchmark": name})
     return out
