@@ -114,10 +114,10 @@ def test_a_failed_task_prints_its_log_tail_and_one_error(tmp_path, capsys, monke
     it before anything starts), passes kfp.local's checks and fails inside the caption task:
     its name, the end of its log and the log's path are printed, then the error (a UsageError:
     exit 2 from the CLI)."""
-    from autocomp.pipelines import plumbing
+    from autocomp.pipelines import checks
     from autocomp.pipelines.local.run import StepFailed, run_local
 
-    monkeypatch.setattr(plumbing, "check", lambda pipeline, given: dict(given))
+    monkeypatch.setattr(checks, "check", lambda pipeline, given: dict(given))
 
     out = tmp_path / "run"
     with pytest.raises(StepFailed) as failed:

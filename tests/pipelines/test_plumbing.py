@@ -2,7 +2,7 @@
 reaches the pipelines or is listed as local-only with its reason; parameter names follow one
 rule; the components take exactly their stage's fields and rebuild the configuration the
 profile holds; every compiled input and output has the description the KFP UI shows; and the
-library checks refuse what the CLI refuses. `make lint` runs this file."""
+library checks (pipelines.checks) refuse what the CLI refuses. `make lint` runs this file."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from autocomp.config import PROFILES, with_overrides
 from autocomp.errors import UsageError
-from autocomp.pipelines import plumbing
+from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.plumbing import LOCAL_ONLY, PARAMETERS, PIPELINES, stages
 
 
@@ -171,7 +171,7 @@ GOOD = {"generate_benchmark": {"name": "run-1"}, "evaluate_models": {"name": "ru
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_the_paper_defaults_pass_the_checks(pipeline):
-    full = plumbing.check(pipeline, GOOD[pipeline])
+    full = checks.check(pipeline, GOOD[pipeline])
     assert full["name"] == "run-1" and set(full) == {p.name for p in PARAMETERS[pipeline]}
 
 
@@ -221,7 +221,7 @@ def test_the_paper_defaults_pass_the_checks(pipeline):
 )
 def test_bad_parameters_are_refused_by_the_library(pipeline, given, what):
     with pytest.raises(UsageError) as refused:
-        plumbing.check(pipeline, {} if given is None else {**GOOD[pipeline], **given})
+        checks.check(pipeline, {} if given is None else {**GOOD[pipeline], **given})
     assert refused.value.what == what
 
 

@@ -232,9 +232,9 @@ def _default(definition: dict[str, Any]) -> Any:
 def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """The parameters of one run of a compiled package, checked as a whole before any request:
     the package's defaults under the given values, each stage's configuration rebuilt and
-    checked by its own rule, names, models and seeds (autocomp.pipelines.plumbing.check).
+    checked by its own rule, names, models and seeds (autocomp.pipelines.checks.check).
     Returns `params` (what is sent: the server fills in the defaults)."""
-    from autocomp.pipelines import plumbing
+    from autocomp.pipelines import checks, plumbing
 
     definitions = input_definitions(spec)
     table = {p.name for p in plumbing.parameters(pipeline)}
@@ -245,7 +245,7 @@ def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) ->
             "run `autocomp compile` again",
         )  # fmt: skip
     defaults = {k: _default(d) for k, d in definitions.items() if "defaultValue" in d}
-    plumbing.check(pipeline, {**defaults, **params})
+    checks.check(pipeline, {**defaults, **params})
     return params
 
 

@@ -8,7 +8,7 @@ offline profile unless told otherwise. One runner (`LocalRun`) for all three pip
 The same pipeline definitions as on the cluster (built with cluster=False: no images, no
 retries, no Kubernetes settings); kfp.local runs each component in a subprocess of this Python
 (SubprocessRunner(use_venv=False)), keeps artifacts under <out>/kfp, and the store is the local
-folder <out>/store (the cluster uses s3://...). Every parameter is checked (plumbing.check)
+folder <out>/store (the cluster uses s3://...). Every parameter is checked (pipelines.checks)
 before kfp is imported, so a bad value fails in one line, not minutes into the run.
 
 While it runs, a live view shows each task (local.taskview) and kfp.local's output goes to
@@ -30,7 +30,7 @@ from typing import Any
 
 from autocomp.config import Profile, get_profile
 from autocomp.errors import UsageError
-from autocomp.pipelines import plumbing
+from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.local.taskview import TaskView
 
 FINETUNE_BENCHMARK = {"specs": "color:2,shape_color:2", "count": 10, "num_shards": 1}
@@ -238,14 +238,14 @@ def run_local(
     raises StepFailed (a UsageError)."""
     chosen = get_profile(profile)
     generate, evaluate = local_arguments(profile, models, **overrides)
-    plumbing.check_name(name, "--name")
+    checks.check_name(name, "--name")
     check_out_folder(out)
     out = Path(out).resolve()
     store = out / "store"
     unique = local_name(name, generate, evaluate)
     run = {"name": unique, "store": str(store)}
-    plumbing.check("generate_benchmark", {**run, "unique_name": False, **generate})
-    plumbing.check("evaluate_models", {**run, **evaluate})
+    checks.check("generate_benchmark", {**run, "unique_name": False, **generate})
+    checks.check("evaluate_models", {**run, **evaluate})
     check_offline_models(chosen, evaluate["models"])
     with LocalRun(out, chosen.offline, tty) as session:
         published = session.run("generate_benchmark", **run, unique_name=False, **generate)
@@ -293,12 +293,12 @@ def run_finetune_local(
     out = Path(out).resolve()
     store = store or str(out / "store")
     run = {"name": name, "store": store}
-    plumbing.check("finetune_models", {**run, **finetune})
+    checks.check("finetune_models", {**run, **finetune})
     check_offline_models(chosen, finetune["models"])
     generate = None
     if open_store(store).manifest(f"benchmarks/{name}") is None:
         generate, _ = local_arguments(profile, **FINETUNE_BENCHMARK)
-        plumbing.check("generate_benchmark", {**run, "unique_name": False, **generate})
+        checks.check("generate_benchmark", {**run, "unique_name": False, **generate})
     with LocalRun(out, chosen.offline, tty) as session:
         if generate is not None:
             session.run("generate_benchmark", **run, unique_name=False, **generate)
