@@ -23,10 +23,11 @@ demo: $(STAMP) ## both pipelines through kfp.local, tiny models: live task view,
 
 LINTED := src tests benchmarks components pipelines images
 
-lint: $(STAMP) ## ruff check, ruff format --check and the import layering contracts
+lint: $(STAMP) ## ruff check, ruff format --check, the import layering contracts, the plumbing table
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py
 
 test: lint ## lint, then the whole test suite (what CI runs)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest
@@ -43,7 +44,7 @@ bench: $(STAMP) ## candidate-set throughput at paper scale (prints figures)
 
 # Images: one Dockerfile (images/Dockerfile) builds each image from its extras
 # (images/imagetool.py) and its pins (images/constraints/<image>.txt). Names and tags come from
-# autocomp.pipelines.components.image() (registry $AUTOCOMP_IMAGE_REGISTRY, tag = package version +
+# autocomp.pipelines.cluster.images.image() (registry $AUTOCOMP_IMAGE_REGISTRY, tag = package version +
 # git commit), the rule the compiled pipelines use. Docker where an engine answers, else buildah
 # (chroot isolation, vfs storage: no daemon, no overlay mounts). DRY_RUN=1 prints the commands.
 IMAGES         ?= core gpu caption
@@ -60,7 +61,7 @@ RUN_OR_ECHO     = $(if $(DRY_RUN),echo,)
 IMAGE_WORK     := $(CURDIR)/build/images
 
 # The tag rule needs only the package source (no install): a light import of autocomp.
-COMPONENTS  = PYTHONPATH=src $(PYTHON) -c "from autocomp.pipelines.components import
+COMPONENTS  = PYTHONPATH=src $(PYTHON) -c "from autocomp.pipelines.cluster.images import
 IMAGE_TAG   = $(COMPONENTS) image_tag; print(image_tag())"
 IMAGE_NAME  = $(COMPONENTS) image; import warnings; warnings.simplefilter('ignore'); \
               print(image('$$kind').split('@')[0])"

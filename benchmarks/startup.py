@@ -31,8 +31,8 @@ from pathlib import Path
 MODULES = (
     ("(bare interpreter)", ""),
     ("kfp", "kfp"),
-    ("components: generation", "autocomp.pipelines.components.generation"),
-    ("components: evaluation", "autocomp.pipelines.components.evaluation"),
+    ("components: generation", "autocomp.pipelines.definitions.components.generation"),
+    ("components: evaluation", "autocomp.pipelines.definitions.components.evaluation"),
     ("torch", "torch"),
     ("open_clip", "open_clip"),
     ("transformers", "transformers"),

@@ -1,6 +1,6 @@
-"""Components of the evaluate_models pipeline (defined in autocomp.pipelines.components)."""
+"""Components of the evaluate_models pipeline (autocomp.pipelines.definitions.components)."""
 
-from autocomp.pipelines.components.evaluation import (
+from autocomp.pipelines.definitions.components.evaluation import (
     collect_scores,
     fetch,
     report,

@@ -1,6 +1,6 @@
-"""Components of the generate_benchmark pipeline (defined in autocomp.pipelines.components)."""
+"""Components of the generate_benchmark pipeline (autocomp.pipelines.definitions.components)."""
 
-from autocomp.pipelines.components.generation import (
+from autocomp.pipelines.definitions.components.generation import (
     caption,
     collect,
     curate,

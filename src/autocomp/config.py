@@ -12,10 +12,15 @@ seeds), so a default changed here shows up in what the next run writes.
   Random detectors reject every image, so it runs every check and keeps rejected samples
   (marked) to exercise the rest of the chain; random LLMs never pass the caption check, so it
   falls back to the Minimal caption (marked).
+
+A profile holds every stage's configuration, fine-tuning's (paper A.9) included; which of its
+fields reach the Kubeflow pipelines, under which parameter names, is one table
+(autocomp.pipelines.plumbing). `with_overrides` is the one way to change some fields of one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -135,10 +140,69 @@ class ScoreConfig:
             object.__setattr__(self, "blind", "likelihood" if self.blind else "")
 
 
+NEGATIVE_KINDS = ("swap", "confusion")  # fine-tuning's hard negatives: Swap-only or Confusion
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """`finetune`: every setting of a fine-tuning run (paper A.9; recorded in every output).
+    Values are checked when the configuration is made (a profile, an override, a component)."""
+
+    family: str = "color"  # the training partition: Color N=2 Minimal
+    n: int = 2
+    condition: str = "minimal"
+    heldout_fraction: float = 0.2  # of source concepts, for evaluation
+    validation_fraction: float = 0.1  # of the training concepts, for early stopping
+    k: int = 3  # hard negatives per positive
+    peak_lr: float = 1e-6
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.1
+    warmup_steps: int = 500
+    steps: int = 5000
+    batch_cosine: int = 2048  # positives per step, CLIP family
+    batch_sigmoid: int = 4096  # positives per step, SigLIP family
+    micro_batch: int = 256  # positives encoded at once with gradients (gradient caching)
+    eval_every: int = 250  # steps between validation evaluations (and checkpoints)
+    patience: int = 4  # evaluations without a better validation Confusion accuracy -> stop
+    seeds: tuple[int, ...] = (0, 1, 2)
+    mixed_precision: bool = True  # bf16 autocast on GPU; ignored on CPU
+
+    def __post_init__(self) -> None:
+        least = {"--steps": 1, "batch_cosine": 1, "batch_sigmoid": 1, "micro_batch": 1,
+                 "eval_every": 1, "patience": 1, "warmup_steps": 0}  # fmt: skip
+        if self.k < 0:
+            raise UsageError("--k", self.k, "must be 0 or more (hard negatives per positive)")
+        for flag, minimum in least.items():
+            value = getattr(self, flag.removeprefix("--"))
+            if value < minimum:
+                raise UsageError(flag, value, f"must be {'at least 1' if minimum else '0 or more'}")
+        for what in ("heldout_fraction", "validation_fraction"):
+            if not 0 < getattr(self, what) < 1:
+                raise UsageError(what, getattr(self, what), "must be between 0 and 1")
+        if not self.seeds or any(seed < 0 for seed in self.seeds):
+            raise UsageError("seeds", list(self.seeds), "must be one or more seeds, each 0 or more")
+
+    def batch_for(self, score: str) -> int:
+        """Positives per optimizer step for a model scored by `score` (cosine / sigmoid)."""
+        return self.batch_sigmoid if score == "sigmoid" else self.batch_cosine
+
+    def record(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def negative_kind(kind: str) -> str:
+    """A fine-tuning negatives kind (swap, confusion), or a usage error naming the known ones."""
+    if kind not in NEGATIVE_KINDS:
+        raise UsageError("--negatives", kind, f"must be one of {', '.join(NEGATIVE_KINDS)}")
+    return kind
+
+
 @dataclass(frozen=True)
 class Profile:
-    """A whole run's configuration: one configuration per stage, the models scored, and the
-    pipeline's fan-out (`num_shards`: render/validate workers)."""
+    """A whole run's configuration: one configuration per stage (fine-tuning's included), the
+    models scored (`models`) and fine-tuned (`finetune_models`), and the pipeline's fan-out
+    (`num_shards`: render/validate workers; each stage's own `num_shards` is what one CLI
+    invocation shards into)."""
 
     name: str
     sample: SampleConfig
@@ -147,7 +211,10 @@ class Profile:
     validate: ValidateConfig
     curate: CurateConfig
     negatives: NegativesConfig
+    score: ScoreConfig
+    finetune: FinetuneConfig
     models: tuple[str, ...]
+    finetune_models: tuple[str, ...]
     num_shards: int
     offline: bool = False  # random weights only: nothing is downloaded
 
@@ -173,7 +240,10 @@ PROFILES: dict[str, Profile] = {
         ),
         curate=CurateConfig(),
         negatives=NegativesConfig(),
+        score=ScoreConfig(),
+        finetune=FinetuneConfig(),
         models=("all",),
+        finetune_models=("clip-vit-b-16", "siglip-b-16-224"),  # CLIP and SigLIP ViT-B/16 (A.9)
         num_shards=16,
     ),
     "tiny": Profile(
@@ -189,7 +259,23 @@ PROFILES: dict[str, Profile] = {
         ),
         curate=CurateConfig(keep_rejected=True),
         negatives=NegativesConfig(),
+        score=ScoreConfig(),
+        # the A.9 recipe shrunk to a few CPU steps; random weights: a larger LR so that a few
+        # steps visibly move the loss
+        finetune=FinetuneConfig(
+            peak_lr=5e-4,
+            warmup_steps=2,
+            steps=8,
+            batch_cosine=8,
+            batch_sigmoid=8,
+            micro_batch=4,
+            eval_every=4,
+            patience=2,
+            seeds=(0,),
+            mixed_precision=False,
+        ),
         models=("tiny-clip", "tiny-siglip", "tiny-qwen2.5-vl"),
+        finetune_models=("tiny-clip", "tiny-siglip"),
         num_shards=2,
         offline=True,
     ),
@@ -204,40 +290,10 @@ def get_profile(name: str) -> Profile:
 
 
 def with_overrides(config: Any, **given: Any) -> Any:
-    """`config` with the given fields replaced; None means "not given" (keep the default)."""
+    """`config` with the given fields replaced; None means "not given" (keep the default). The
+    one override helper, for every stage's configuration and for a Profile."""
     names = {f.name for f in fields(config)}
     unknown = sorted(set(given) - names)
     if unknown:
         raise TypeError(f"{type(config).__name__} has no field {unknown[0]}")
     return replace(config, **{k: v for k, v in given.items() if v is not None})
-
-
-def generate_arguments(profile: Profile) -> dict[str, Any]:
-    """The generate_benchmark pipeline's parameters for a profile (the compiled pipeline's
-    defaults are `generate_arguments(PROFILES["paper"])`; the local run passes the tiny ones)."""
-    return {
-        "specs": profile.sample.specs,
-        "count": profile.sample.count,
-        "seed": profile.sample.seed,
-        "captioner": profile.caption.captioner,
-        "caption_engine": profile.caption.engine,
-        "caption_settings": dict(profile.caption.settings),
-        "caption_fallback": profile.caption.fallback or "",
-        "renderer": profile.render.renderer,
-        "render_settings": dict(profile.render.settings),
-        "render_batch_size": profile.render.batch_size,
-        "detector": profile.validate.detector,
-        "segmenter": profile.validate.segmenter,
-        "vqa": profile.validate.vqa,
-        "validate_settings": dict(profile.validate.settings),
-        "masks": profile.validate.masks,
-        "all_checks": profile.validate.all_checks,
-        "keep_rejected": profile.curate.keep_rejected,
-        "protocol": profile.negatives.protocol,
-        "num_shards": profile.num_shards,
-    }
-
-
-def evaluate_arguments(profile: Profile) -> dict[str, Any]:
-    """The evaluate_models pipeline's parameters for a profile."""
-    return {"models": list(profile.models), "report_seed": 0}

@@ -48,18 +48,24 @@ def test_pipeline_compiles_with_gpu_requests_and_paper_defaults(tmp_path):
     assert params["negatives"]["defaultValue"] == ["swap", "confusion"]
     assert params["seeds"]["defaultValue"] == [0, 1, 2]
     assert params["models"]["defaultValue"] == ["clip-vit-b-16", "siglip-b-16-224"]
+    # the fine-tuning settings are parameters (resolved at compile/submit time, not in the image)
+    assert "profile" not in params and params["steps"]["defaultValue"] == 5000
+    assert params["peak_lr"]["defaultValue"] == 1e-6 and params["betas"]["defaultValue"] == [
+        0.9,
+        0.98,
+    ]
 
 
 @pytest.mark.slow
 def test_pipeline_runs_under_kfp_local_with_the_tiny_profile(tmp_path):
-    from autocomp.pipelines.finetune_models import run_local
+    from autocomp.pipelines.local.run import run_finetune_local
     from autocomp.store.publish import publish_stage
     from tests.finetune.conftest import make_benchmark
 
     bench = make_benchmark(tmp_path / "bench", 12, families=(("color", 2), ("shape_color", 2)))
     store = str(tmp_path / "store")
     publish_stage(bench, bench.parent / "images", tmp_path / "work", store, "ft")
-    done = run_local(tmp_path / "run", name="ft", store=store, models=["tiny-siglip"])
+    done = run_finetune_local(tmp_path / "run", name="ft", store=store, models=["tiny-siglip"])
     folder = tmp_path / "run" / "kfp"
     table8 = pq.read_table(next(folder.rglob("table8.parquet"))).to_pylist()
     # every family x condition of the evaluation benchmark, both variants paired on seed 0
@@ -72,9 +78,10 @@ def test_pipeline_runs_under_kfp_local_with_the_tiny_profile(tmp_path):
     assert color["samples"] == 2  # held-out Color N=2 concepts only (20 % of 12)
     deltas = pq.read_table(next(folder.rglob("finetune_deltas.parquet")))
     assert set(deltas["variant"].to_pylist()) == {"swap", "confusion"}
+    assert done["report"] == str(tmp_path / "run" / "report" / "report.html")  # a stated path
     html = Path(done["report"]).read_text()
     assert "Table 8" in html and html.count("<svg") == 2  # one training curve per run
-    index = next(folder.rglob("full/index.html")).read_text()
+    index = Path(done["full_report"]).read_text()
     assert "Confusion fine-tuning (Table 8)" in index and "Main results" in index
     published = list((tmp_path / "store" / "finetune" / "ft").iterdir())
     assert len(published) == 1 and (published[0] / "table8.csv").is_file()

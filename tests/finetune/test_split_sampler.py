@@ -9,14 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from autocomp.analysis.statistics import error_type
+from autocomp.config import PROFILES
 from autocomp.errors import UsageError
-from autocomp.finetune.config import PROFILES
 from autocomp.finetune.sampler import STRATA, hard_negatives, strata
 from autocomp.finetune.split import concept_id, partition
 from autocomp.finetune.stage import split
 from autocomp.store.tables import read_metadata
 
-PAPER = PROFILES["paper"]
+PAPER = PROFILES["paper"].finetune
 
 
 def test_partition_is_disjoint_complete_and_has_the_paper_fractions():

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from autocomp.cli.main import main
-from autocomp.finetune.config import PROFILES
+from autocomp.config import PROFILES, with_overrides
 
 pytestmark = pytest.mark.slow
-TINY = PROFILES["tiny"].replace(steps=8, eval_every=4, patience=10)
+TINY = with_overrides(PROFILES["tiny"].finetune, steps=8, eval_every=4, patience=10)
 
 
 class Interrupted(Exception):

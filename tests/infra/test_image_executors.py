@@ -36,7 +36,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    from autocomp.pipelines.compile import compile_all
+    from autocomp.pipelines.cluster.compile import compile_all
 
     path = compile_all(tmp_path_factory.mktemp("dist"))["generate_benchmark"]
     return next(yaml.safe_load_all(path.read_text()))  # the pipeline spec; platform spec follows

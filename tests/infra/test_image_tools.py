@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from autocomp import __version__
-from autocomp.pipelines import components
+from autocomp.pipelines.cluster import images as components
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "images" / "imagetool.py"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autocomp.pipelines.components import DEFAULT_REGISTRY, IMAGE_KINDS, image_tag
+from autocomp.pipelines.cluster.images import DEFAULT_REGISTRY, IMAGE_KINDS, image_tag
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autocomp.config import PROFILES, evaluate_arguments, generate_arguments
-from autocomp.pipelines.local import local_arguments
+from autocomp.config import PROFILES
+from autocomp.pipelines.local.run import local_arguments
+from autocomp.pipelines.plumbing import PIPELINES, arguments
 
 pytestmark = pytest.mark.slow
 
@@ -24,24 +25,34 @@ def _defaults(path: Path) -> dict:
 
 
 def test_compiled_defaults_are_the_paper_profile(tmp_path):
-    from autocomp.pipelines.compile import compile_all
+    from autocomp.pipelines.cluster.compile import compile_all
 
     paths = compile_all(tmp_path)
-    generate = _defaults(paths["generate_benchmark"])
     paper = PROFILES["paper"]
-    assert {k: generate[k] for k in generate_arguments(paper)} == generate_arguments(paper)
-    evaluate = _defaults(paths["evaluate_models"])
-    assert {k: evaluate[k] for k in evaluate_arguments(paper)} == evaluate_arguments(paper)
+    for pipeline in PIPELINES:
+        compiled = _defaults(paths[pipeline])
+        expected = arguments(pipeline, paper)
+        assert {k: compiled[k] for k in expected} == expected, pipeline
+    generate = _defaults(paths["generate_benchmark"])
     assert generate["render_batch_size"] == paper.render.batch_size == 16
+    assert generate["caption_batch_size"] == paper.caption.batch_size  # plumbed since issue 21
+    evaluate = _defaults(paths["evaluate_models"])
+    assert evaluate["limit"] == 0 and evaluate["blind"] == ""  # None travels as 0 / ""
+    finetune = _defaults(paths["finetune_models"])
+    assert finetune["steps"] == paper.finetune.steps == 5000
+    assert finetune["models"] == list(paper.finetune_models)
 
 
 def test_local_run_uses_the_tiny_profile():
     tiny = PROFILES["tiny"]
     generate, evaluate = local_arguments("tiny")
-    assert generate == generate_arguments(tiny) and evaluate == evaluate_arguments(tiny)
+    assert generate == arguments("generate_benchmark", tiny)
+    assert evaluate == arguments("evaluate_models", tiny)
     assert generate["render_batch_size"] == tiny.render.batch_size
     given, _ = local_arguments("tiny", ["tiny-clip"], count=5, specs=None)
     assert given["count"] == 5 and given["specs"] == tiny.sample.specs
+    _, limited = local_arguments("tiny", limit=3)  # an evaluate_models parameter
+    assert limited["limit"] == 3
     paper, chosen = local_arguments("paper")
     assert paper["caption_engine"] == "transformers" and chosen["models"] == ["all"]
 
@@ -63,7 +74,7 @@ def test_compile_works_outside_the_checkout(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    from autocomp.pipelines.compile import PIPELINES
+    from autocomp.pipelines.cluster.compile import PIPELINES
 
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == sorted(
         f"{name}.yaml" for name in PIPELINES

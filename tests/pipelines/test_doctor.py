@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from autocomp.cli.main import main
-from autocomp.pipelines.compile import PIPELINES
-from autocomp.pipelines.doctor import kfp_version, needed_classes, nodes_for
-from autocomp.pipelines.resources import ScoreClass
+from autocomp.pipelines.cluster.compile import PIPELINES
+from autocomp.pipelines.cluster.doctor import kfp_version, needed_classes, nodes_for
+from autocomp.pipelines.cluster.resources import ScoreClass
 from tests.infra.test_storage import s3_server  # noqa: F401  (the moto_server fixture)
 from tests.pipelines.kfp_standin import KfpStandIn
 
@@ -78,7 +78,7 @@ def test_doctor_says_when_nothing_answers(compiled, no_kubeconfig, capsys):
 
 @pytest.mark.infra
 def test_doctor_checks_an_s3_store(s3_server, monkeypatch, capsys):  # noqa: F811
-    from autocomp.pipelines.doctor import Report, check_store
+    from autocomp.pipelines.cluster.doctor import Report, check_store
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -119,7 +119,7 @@ def test_doctor_checks_secrets_cache_and_gpu_nodes_through_the_kube_api(
 ):
     import base64
 
-    from autocomp.pipelines.doctor import Report, check_cluster
+    from autocomp.pipelines.cluster.doctor import Report, check_cluster
     from tests.pipelines.kube_standin import KubeStandIn
 
     kube = KubeStandIn()

@@ -109,11 +109,15 @@ def test_local_run_report_renders_in_chromium(local_run, tmp_path):
     assert_renders_in_chromium(_report_page(local_run[1]), tmp_path / "demo-report.png")
 
 
-def test_a_failed_task_prints_its_log_tail_and_one_error(tmp_path, capsys):
-    """A captioner the registry does not know passes kfp.local's checks and fails inside the
-    caption task: its name, the end of its log and the log's path are printed, then the
-    error (a UsageError: exit 2 from the CLI)."""
-    from autocomp.pipelines.local import StepFailed, run_local
+def test_a_failed_task_prints_its_log_tail_and_one_error(tmp_path, capsys, monkeypatch):
+    """A captioner the registry does not know, with the library's checks skipped (they refuse
+    it before anything starts), passes kfp.local's checks and fails inside the caption task:
+    its name, the end of its log and the log's path are printed, then the error (a UsageError:
+    exit 2 from the CLI)."""
+    from autocomp.pipelines import checks
+    from autocomp.pipelines.local.run import StepFailed, run_local
+
+    monkeypatch.setattr(checks, "check", lambda pipeline, given: dict(given))
 
     out = tmp_path / "run"
     with pytest.raises(StepFailed) as failed:
@@ -148,17 +152,20 @@ def test_a_run_that_cannot_work_is_refused_before_any_task(tmp_path, capsys):
         ["--count", "0"],
         ["--profile", "huge"],
         ["--profile", "paper", "--specs", "color:9"],
+        ["--num-shards", "0"],
+        ["--seed", "-1"],
+        ["--name", "../elsewhere"],
     ],
 )
 def test_bad_run_arguments_fail_at_once_before_kfp_starts(flags, tmp_path, capsys, monkeypatch):
     import time
 
-    import autocomp.pipelines.local as local
+    import autocomp.pipelines.local.run as local
 
     def never(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("kfp.local was started")
 
-    monkeypatch.setattr(local, "run_local", never)
+    monkeypatch.setattr(local, "start", never)
     main(["run", "--out", str(tmp_path / "run"), "--model", "x"])  # imports warm: time the check
     capsys.readouterr()
     started = time.monotonic()
@@ -166,3 +173,44 @@ def test_bad_run_arguments_fail_at_once_before_kfp_starts(flags, tmp_path, capsy
     assert time.monotonic() - started < 1.0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"autocomp run: error: {flags[-2]}")
+
+
+@pytest.mark.parametrize(
+    "given, what",
+    [
+        ({"seed": -1}, "--seed"),
+        ({"num_shards": 0}, "--num-shards"),
+        ({"count": 0}, "--count"),
+        ({"limit": -1}, "--limit"),  # an evaluate_models parameter
+        ({"captioner": "no-such-captioner", "caption_batch_size": 0}, "--captioner"),
+        ({"models": ["clip-vit-b-16"]}, "--model"),  # the tiny profile is offline
+    ],
+)
+def test_the_python_api_refuses_what_the_cli_refuses(given, what, tmp_path, monkeypatch):
+    """run_local and run_finetune_local check every parameter themselves, before kfp.local
+    starts and before the run folder exists."""
+    import autocomp.pipelines.local.run as local
+    from autocomp.errors import UsageError
+
+    def never(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("kfp.local was started")
+
+    monkeypatch.setattr(local, "start", never)
+    with pytest.raises(UsageError) as refused:
+        local.run_local(tmp_path / "run", **given)
+    assert refused.value.what == what and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "given, what",
+    [({"steps": 0}, "--steps"), ({"models": ["tiny-qwen2.5-vl"]}, "--model"),
+     ({"seeds": [-2]}, "seeds"), ({"name": "a/b"}, "name")],
+)  # fmt: skip
+def test_the_finetune_run_checks_before_it_starts(given, what, tmp_path, monkeypatch):
+    import autocomp.pipelines.local.run as local
+    from autocomp.errors import UsageError
+
+    monkeypatch.setattr(local, "start", lambda *a: pytest.fail("kfp.local was started"))
+    with pytest.raises(UsageError) as refused:
+        local.run_finetune_local(tmp_path / "ft", **given)
+    assert refused.value.what == what and not (tmp_path / "ft").exists()

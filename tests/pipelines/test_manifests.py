@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from autocomp.pipelines import resources
+from autocomp.pipelines.cluster import resources
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 # what KFP's API server asks a SubjectAccessReview about (backend/src/apiserver/common/const.go)

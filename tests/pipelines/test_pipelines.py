@@ -3,7 +3,6 @@ HTTP stand-in of the KFP v2beta1 API."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import yaml
 
 from autocomp import __version__
 from autocomp.cli.main import main
-from autocomp.pipelines.compile import PIPELINES
+from autocomp.pipelines.cluster.compile import PIPELINES
 
 SECRET_MARKER = "s3cr3t-value-that-must-not-leak"
 
@@ -83,7 +82,7 @@ def test_gpu_steps_request_gpus_with_placement_and_retries(compiled):
 
 
 def test_images_carry_the_package_version(compiled):
-    from autocomp.pipelines.components import image, image_tag
+    from autocomp.pipelines.cluster.images import image, image_tag
 
     spec, _ = _docs(compiled / "generate_benchmark.yaml")
     images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
@@ -290,7 +289,7 @@ def test_publish_name_is_unique_per_run(compiled):
     assert publish["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
     assert publish["unique"]["componentInputParameter"] == "unique_name"
     assert spec["root"]["inputDefinitions"]["parameters"]["unique_name"]["defaultValue"] is True
-    from autocomp.pipelines.plan import published_name
+    from autocomp.pipelines.definitions.plan import published_name
 
     run = "3f2a9c1e-0b7d-4c55-9e0f-1234567890ab"
     assert published_name("weekly", run, True) == "weekly-3f2a9c1e"
@@ -307,19 +306,14 @@ def test_a_new_model_in_the_registry_needs_no_pipeline_change(tmp_path, monkeypa
     )
     (tmp_path / "registry.yaml").write_text(text)
     monkeypatch.setenv("AUTOCOMP_MODEL_REGISTRY", str(tmp_path / "registry.yaml"))
-    import autocomp.pipelines.evaluate_models as module
+    from kfp import compiler
 
-    try:
-        importlib.reload(module)
-        from kfp import compiler
+    from autocomp.pipelines.definitions import build
 
-        compiler.Compiler().compile(module.evaluate_models, str(tmp_path / "e.yaml"))
-        text = (tmp_path / "e.yaml").read_text()
-        assert "score-8x80gb" in text and "resourceCount: '8'" in text
-        assert "giant-vlm" in text  # its entry travels with the pipeline, not in the image
-    finally:
-        monkeypatch.delenv("AUTOCOMP_MODEL_REGISTRY")
-        importlib.reload(module)
+    compiler.Compiler().compile(build("evaluate_models"), str(tmp_path / "e.yaml"))
+    text = (tmp_path / "e.yaml").read_text()
+    assert "score-8x80gb" in text and "resourceCount: '8'" in text
+    assert "giant-vlm" in text  # its entry travels with the pipeline, not in the image
 
 
 # ----------------------------------------------------------------------------- KFP API
@@ -419,6 +413,14 @@ def test_client_sends_the_bearer_token_from_the_named_variable(compiled, kfp_api
         ("all_checks=off", "all_checks must be true or false"),
         ("render_settings=[1, 2]", "render_settings must be a mapping"),
         ("count", "must look like name=value"),
+        # typed right, but refused by the library's checks (each stage's own rule)
+        ("count=0", "--count: 0: must be from 1 to"),
+        ("seed=-1", "--seed: -1: must be 0 or more"),
+        ("num_shards=0", "--num-shards: 0: must be at least 1"),
+        ("specs=colour:2", "--specs: 'colour:2'"),
+        ("renderer=no-such-renderer", "unknown renderer"),
+        ("caption_batch_size=0", "--batch-size: 0"),
+        ("reuse_concepts=../../x", "reuse_concepts: '../../x': letters, digits"),
     ],
 )
 def test_params_are_checked_against_the_package_before_any_request(
@@ -433,6 +435,46 @@ def test_params_are_checked_against_the_package_before_any_request(
     assert kfp_api.requests == []  # refused before anything was sent
 
 
+@pytest.mark.parametrize(
+    "pipeline, params, message",
+    [
+        ("generate_benchmark", ["name=../../etc"], "name: '../../etc': letters, digits"),
+        ("evaluate_models", ["name=x", "models=[no-such-model]"], "unknown model"),
+        ("evaluate_models", ["name=x", "limit=-5"], "--limit: -5"),
+        ("evaluate_models", ["name=x", "blind=maybe"], "--blind: 'maybe'"),
+        ("finetune_models", ["name=x", "steps=0"], "--steps: 0"),
+        ("finetune_models", ["name=x", "negatives=[both]"], "--negatives: 'both'"),
+    ],
+)
+@pytest.mark.parametrize("verb", ["submit", "schedule"])
+def test_submit_and_schedule_refuse_what_the_local_run_refuses(
+    compiled, kfp_api, verb, pipeline, params, message, capsys
+):
+    argv = [verb, "--host", kfp_api.host, "--dist", str(compiled), "--pipeline", pipeline,
+            "--name", "x", *[a for p in params for a in ("--param", p)]]  # fmt: skip
+    if verb == "schedule":
+        argv += ["--cron", "0 0 3 * * 1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert kfp_api.requests == []  # no run id: nothing was sent
+
+
+def test_the_python_api_checks_as_the_cli_does(compiled, kfp_api):
+    from autocomp.errors import UsageError
+    from autocomp.pipelines.cluster.client import connect, schedule, submit
+
+    main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
+    client = connect(kfp_api.host)
+    package = compiled / "generate_benchmark.yaml"
+    with pytest.raises(UsageError, match="--count: 0"):
+        submit(client, "generate_benchmark", package, "x", {"name": "n", "count": 0})
+    with pytest.raises(UsageError, match="--num-shards: 0"):
+        schedule(client, "generate_benchmark", package, "x", "0 0 3 * * 1",
+                 {"name": "n", "num_shards": 0})  # fmt: skip
+    assert kfp_api.runs == [] and kfp_api.recurring == []
+
+
 def test_a_required_parameter_must_be_given(compiled, kfp_api, capsys):
     argv = ["submit", "--host", kfp_api.host, "--dist", str(compiled),
             "--pipeline", "evaluate_models", "--name", "x"]  # fmt: skip
@@ -440,15 +482,19 @@ def test_a_required_parameter_must_be_given(compiled, kfp_api, capsys):
     assert "needs name=..." in capsys.readouterr().err and kfp_api.requests == []
 
 
-def test_the_server_refuses_parameters_that_do_not_match_the_version(compiled, kfp_api):
+def test_the_server_refuses_parameters_that_do_not_match_the_version(
+    compiled, kfp_api, monkeypatch
+):
     """What the real API answers when a client skips the local check (e.g. the UI or an old
     client): 400 INVALID_ARGUMENT; our client reports the server's message as a usage error."""
+    import autocomp.pipelines.cluster.client as client_module
     from autocomp.errors import UsageError
-    from autocomp.pipelines.client import connect, submit
+    from autocomp.pipelines.cluster.client import connect, submit
 
     main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
     client = connect(kfp_api.host)
     package = compiled / "evaluate_models.yaml"
+    monkeypatch.setattr(client_module, "check_params", lambda pipeline, params, spec: params)
     with pytest.raises(UsageError, match="HTTP 400: Invalid input error: unknown parameter"):
         submit(client, "evaluate_models", package, "x", {"name": "a", "colour": "red"})
     with pytest.raises(UsageError, match="parameter 'report_seed' expects NUMBER_INTEGER"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from autocomp.pipelines.report_outputs import accuracy_metrics
+from autocomp.pipelines.definitions.report_outputs import accuracy_metrics
 
 
 def _summary(path, rows):

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from autocomp.pipelines import capture, taskview
-from autocomp.pipelines.taskview import DONE, FAILED, RUNNING, SKIPPED, WAITING, TaskView
+from autocomp.pipelines.local import capture, taskview
+from autocomp.pipelines.local.taskview import DONE, FAILED, RUNNING, SKIPPED, WAITING, TaskView
 
 START_AFTER = taskview.START_AFTER
 
@@ -246,12 +246,11 @@ def test_log_names_are_unique_and_safe(tmp_path):
     logs.close()
 
 
-@pytest.mark.parametrize("kind", ["no image lock", "no effect", "base image"])
+@pytest.mark.parametrize("kind", ["no effect", "base image"])
 def test_local_noise_is_filtered_and_other_warnings_are_logged(tmp_path, kind):
     import warnings
 
     messages = {
-        "no image lock": "no image lock at /x/images/lock.json: the pipelines name ...",
         "no effect": "Task 'sample': settings ['cpu_limit'] have no effect in the current local "
         "runner and will be ignored.",
         "base image": 'You may be attemping to run a task that uses custom or non-Python base '

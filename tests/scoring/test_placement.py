@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from autocomp.pipelines.resources import score_class
+from autocomp.pipelines.cluster.resources import score_class
 from autocomp.scoring.placement import fits, load_options, max_memory, weights_gib
 from autocomp.scoring.registry import all_models, get_model
 

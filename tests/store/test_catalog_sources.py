@@ -15,8 +15,7 @@ from PIL import Image
 from autocomp.audit.config import AuditConfig
 from autocomp.audit.export import export_study
 from autocomp.cli.main import main
-from autocomp.config import NegativesConfig
-from autocomp.finetune.config import profile
+from autocomp.config import NegativesConfig, get_profile
 from autocomp.finetune.stage import split
 from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.store.catalog import ids
@@ -123,7 +122,7 @@ def _split(kind, sources, tmp_path):
     out = tmp_path / "split"
     if kind == "store":
         fetched = resolve_benchmark(NAME, sources["store"], tmp_path / "cache")
-        split(fetched, out, profile("tiny"), 0)
+        split(fetched, out, get_profile("tiny").finetune, 0)
     else:
         argv = ["finetune-split", "--benchmark", str(sources[kind][0]), "--out", str(out),
                 "--profile", "tiny"]  # fmt: skip

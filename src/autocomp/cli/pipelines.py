@@ -11,13 +11,11 @@ from pathlib import Path
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
 from autocomp.errors import UsageError
-from autocomp.pipelines.compile import PIPELINES as COMPILED
-
-PIPELINES = tuple(COMPILED)
+from autocomp.pipelines.plumbing import PIPELINES
 
 
 def _compile(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.compile import compile_all
+    from autocomp.pipelines.cluster.compile import compile_all
     from autocomp.store.shards import prepare_folder
 
     prepare_folder(args.out)
@@ -29,7 +27,7 @@ def _compile(args: argparse.Namespace) -> None:
 def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
     import os
 
-    from autocomp.pipelines.client import Endpoint
+    from autocomp.pipelines.cluster.client import Endpoint
 
     host = args.host or os.environ.get("KFP_HOST")
     if not host:
@@ -44,7 +42,7 @@ def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
 
 
 def _upload(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import (
+    from autocomp.pipelines.cluster.client import (
         DISPLAY_NAMES,
         api_errors,
         connect,
@@ -67,23 +65,20 @@ def _upload(args: argparse.Namespace) -> None:
 
 
 def _checked_params(args: argparse.Namespace) -> tuple[Path, dict]:
-    from autocomp.pipelines.client import load_package, typed_params
+    """The --param values typed by the package and checked as a whole, before any request."""
+    from autocomp.pipelines.cluster.client import check_params, load_package, typed_params
 
     package = Path(args.dist) / f"{args.pipeline}.yaml"
-    return package, typed_params(args.pipeline, args.param, load_package(args.pipeline, package))
+    spec = load_package(args.pipeline, package)
+    return package, check_params(args.pipeline, typed_params(args.pipeline, args.param, spec), spec)
 
 
 def _schedule(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import api_errors, connect, schedule
+    from autocomp.pipelines.cluster.client import api_errors, check_schedule, connect, schedule
 
-    if len(args.cron.split()) != 6:
-        raise UsageError(
-            "--cron", args.cron, "KFP cron has 6 fields: second minute hour day month weekday "
-            "(e.g. '0 0 3 * * 1' = Mondays 03:00)",
-        )  # fmt: skip
-    if args.max_concurrency < 1:
-        raise UsageError("--max-concurrency", args.max_concurrency, "must be at least 1")
+    check_schedule(args.cron, args.max_concurrency, {})
     package, params = _checked_params(args)
+    check_schedule(args.cron, args.max_concurrency, params)
     endpoint = _endpoint(args)
     with api_errors(endpoint.host):
         run_id = schedule(
@@ -102,7 +97,7 @@ def _schedule(args: argparse.Namespace) -> None:
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.client import api_errors, connect, submit
+    from autocomp.pipelines.cluster.client import api_errors, connect, submit
 
     package, params = _checked_params(args)
     endpoint = _endpoint(args)
@@ -120,46 +115,10 @@ def _submit(args: argparse.Namespace) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.doctor import doctor
+    from autocomp.pipelines.cluster.doctor import doctor
 
     if not doctor(_endpoint(args), args.store, args.dist, args.models or ["all"]):
         raise SystemExit(1)
-
-
-NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-
-
-def _check_run_arguments(args: argparse.Namespace) -> None:
-    """Profile, specs, counts, models, name and the output folder are checked before kfp.local
-    starts (a bad value fails in one line, not minutes into the run)."""
-    import re
-
-    from autocomp.config import get_profile
-    from autocomp.pipelines.local import check_out_folder
-    from autocomp.protocol.stages import check_specs
-    from autocomp.scoring.registry import get_model
-
-    profile = get_profile(args.profile)
-    specs = args.specs if args.specs is not None else profile.sample.specs
-    count = args.count if args.count is not None else profile.sample.count
-    check_specs(specs, count)
-    if args.num_shards is not None and args.num_shards < 1:
-        raise UsageError("--num-shards", args.num_shards, "must be at least 1")
-    if args.seed is not None and args.seed < 0:
-        raise UsageError("--seed", args.seed, "must be 0 or more")
-    if not re.fullmatch(NAME_RULE, args.name):
-        raise UsageError("--name", args.name, "letters, digits, '.', '_' and '-' only")
-    for name in args.models:
-        entry = get_model(name)
-        if profile.offline and not entry.is_tiny:
-            raise UsageError(
-                "--model", name, f"the {profile.name} profile runs offline with random weights; "
-                "choose a tiny-* model (`autocomp models`) or --profile paper",
-            )  # fmt: skip
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder for the run")
-    check_out_folder(out)
 
 
 def _summary_rows(results: Path) -> list[list[str]]:
@@ -184,8 +143,7 @@ def _summary_rows(results: Path) -> list[list[str]]:
 
 
 def _run(args: argparse.Namespace) -> None:
-    _check_run_arguments(args)  # before kfp is imported: a bad value fails at once
-    from autocomp.pipelines.local import run_local
+    from autocomp.pipelines.local.run import run_local  # checks every value before kfp starts
 
     where = run_local(
         args.out,

@@ -1,5 +1,5 @@
 """The CLI's key=value parser for `--set role.key=value` (model settings, read as YAML scalars;
-`--param` values are typed by the compiled pipeline instead: autocomp.pipelines.client)."""
+`--param` values are typed by the compiled pipeline instead: autocomp.pipelines.cluster.client)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Confusion fine-tuning (paper Section 5 "Confusion Fine-Tuning", Appendix A.9, Table 8).
 
-- `config`: the one typed configuration of the stage (`FinetuneConfig`, profiles paper / tiny);
+Its configuration is `autocomp.config.FinetuneConfig` (each profile's `finetune`).
 - `split`: a seeded concept-disjoint partition of a benchmark (train / validation / held-out);
 - `sampler`: K hard negatives per positive, Swap-only or Confusion stratified by error family;
 - `losses`: NegCLIP's augmented InfoNCE and its sigmoid (SigLIP) counterpart;

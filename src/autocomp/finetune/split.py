@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from autocomp.config import FinetuneConfig
 from autocomp.errors import UsageError
-from autocomp.finetune.config import FinetuneConfig
 from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
 from autocomp.store.catalog.ids import concept_of
 from autocomp.store.catalog.schemas import SPLIT_SCHEMA

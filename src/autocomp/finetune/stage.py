@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from autocomp.config import FinetuneConfig, negative_kind
 from autocomp.errors import UsageError
 from autocomp.finetune import split as split_mod
 from autocomp.finetune.checkpoint import finetuned_entry
-from autocomp.finetune.config import FinetuneConfig, negative_kind
 from autocomp.finetune.sampler import check_attribute_family
 from autocomp.finetune.train import TrainResult, finetune
 from autocomp.scoring.registry import ModelEntry

@@ -29,9 +29,9 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp import __version__
+from autocomp.config import FinetuneConfig
 from autocomp.errors import UsageError
 from autocomp.finetune.checkpoint import save_weights, write_registry
-from autocomp.finetune.config import FinetuneConfig
 from autocomp.finetune.losses import contrastive_loss
 from autocomp.finetune.sampler import hard_negatives
 from autocomp.scoring.registry import ModelEntry

@@ -239,15 +239,9 @@ def caption_rows(
     return results, attempts
 
 
-def caption_stage(
-    concepts: str | Path,
-    out: str | Path,
-    config: CaptionConfig,
-    shard: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    load: Callable[[], Captioner] | None = None,
-) -> dict[str, int]:
-    """`autocomp caption`: caption the concepts of the selected shards; returns counts."""
+def check_config(config: CaptionConfig) -> GenerationModel:
+    """The caption settings are valid (before any work; the pipelines check their parameters
+    with it too); returns the captioner's registry entry."""
     if config.fallback not in FALLBACKS:
         raise UsageError("--fallback", config.fallback, "must be 'minimal' or not given")
     if config.engine not in ENGINES:
@@ -257,6 +251,20 @@ def caption_stage(
     if config.batch_size < 1:
         raise UsageError("--batch-size", config.batch_size, "must be at least 1")
     check_device(config.device)
+    check_shard_args(None, config.num_shards)
+    return entry
+
+
+def caption_stage(
+    concepts: str | Path,
+    out: str | Path,
+    config: CaptionConfig,
+    shard: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    load: Callable[[], Captioner] | None = None,
+) -> dict[str, int]:
+    """`autocomp caption`: caption the concepts of the selected shards; returns counts."""
+    entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
     source = open_parquet(concepts, "--concepts")
     require_columns(

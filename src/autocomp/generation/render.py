@@ -176,6 +176,18 @@ def _existing(path: Path) -> tuple[int, int] | None:
         return None
 
 
+def check_config(config: RenderConfig) -> GenerationModel:
+    """The render settings are valid (before any work; the pipelines check their parameters
+    with it too); returns the renderer's registry entry."""
+    entry = get_generation_model("renderer", config.renderer)
+    check_settings(entry, config.settings)
+    check_shard_args(None, config.num_shards)
+    if config.batch_size < 1:
+        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+    check_device(config.device)
+    return entry
+
+
 def render_stage(
     captions: str | Path,
     out: str | Path,
@@ -185,12 +197,8 @@ def render_stage(
     load: Callable[[], Renderer] | None = None,
 ) -> dict[str, int]:
     """`autocomp render`: images and render table for the selected shards; returns counts."""
-    entry = get_generation_model("renderer", config.renderer)
-    check_settings(entry, config.settings)
+    entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
-    if config.batch_size < 1:
-        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
-    check_device(config.device)
     folder = prepare_folder(out)
     table, _ = read_stage(captions, "captions", "--captions")
     require_columns(

@@ -25,9 +25,9 @@ from autocomp.config import ValidateConfig
 from autocomp.devices import check_device
 from autocomp.errors import UsageError
 from autocomp.generation import checks
-from autocomp.generation.registry import check_settings, get_generation_model
+from autocomp.generation.registry import GenerationModel, check_settings, get_generation_model
 from autocomp.protocol.family import load_family
-from autocomp.scoring.registry import get_model
+from autocomp.scoring.registry import ModelEntry, get_model
 from autocomp.store.catalog.schemas import VERDICTS_SCHEMA
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.shards import (
@@ -207,15 +207,9 @@ def check_detector_vocabulary(models: Models, names: set[str]) -> None:
         )
 
 
-def validate_stage(
-    render: str | Path,
-    out: str | Path,
-    config: ValidateConfig,
-    shard: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    models: Models | None = None,
-) -> dict[str, int]:
-    """`autocomp validate`: verdict rows for the selected shards; returns counts."""
+def check_config(config: ValidateConfig) -> tuple[GenerationModel, GenerationModel, ModelEntry]:
+    """The validate settings are valid (before any work; the pipelines check their parameters
+    with it too); returns the detector's, the segmenter's and the VQA judge's entries."""
     if config.masks not in MASKS:
         raise UsageError("--masks", config.masks, f"must be one of {', '.join(MASKS)}")
     overrides = config.settings
@@ -235,6 +229,21 @@ def validate_stage(
         raise UsageError("--vqa", config.vqa, exc.fix) from None
     if judge.backend != "transformers_vlm":
         raise UsageError("--vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
+    check_shard_args(None, config.num_shards)
+    return det, seg, judge
+
+
+def validate_stage(
+    render: str | Path,
+    out: str | Path,
+    config: ValidateConfig,
+    shard: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    models: Models | None = None,
+) -> dict[str, int]:
+    """`autocomp validate`: verdict rows for the selected shards; returns counts."""
+    det, seg, judge = check_config(config)
+    overrides = config.settings
     shards = check_shard_args(shard, config.num_shards)
     folder = prepare_folder(out)
     table, _ = read_stage(render, "render", "--render", only=shard)

@@ -345,6 +345,17 @@ def _terminate_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def check_negatives_config(config: NegativesConfig) -> None:
+    """The negatives settings are valid (before any work; the pipelines check their parameters
+    with it too)."""
+    if config.protocol not in PROTOCOLS:
+        raise UsageError("--protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
+    if config.workers is not None and config.workers < 1:
+        raise UsageError("--workers", config.workers, "must be at least 1 (or left out)")
+    if config.batch_size < 1:
+        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+
+
 def negatives_stage(
     input_path: str | Path,
     out: str | Path,
@@ -356,12 +367,7 @@ def negatives_stage(
     Returns a summary: rows and candidate counts written.
     """
     protocol, batch_size = config.protocol, config.batch_size
-    if protocol not in PROTOCOLS:
-        raise UsageError("--protocol", protocol, f"must be one of {', '.join(PROTOCOLS)}")
-    if config.workers is not None and config.workers < 1:
-        raise UsageError("--workers", config.workers, "must be at least 1 (or left out)")
-    if batch_size < 1:
-        raise UsageError("--batch-size", batch_size, "must be at least 1")
+    check_negatives_config(config)
     source = open_parquet(input_path)
     out = check_output_path(out, inputs=(input_path,), force=config.force)
     schema = source.schema_arrow
@@ -507,6 +513,16 @@ def check_specs(specs: str, count: int) -> list[tuple[str, int]]:
             raise UsageError(
                 "--count", count, f"must be from 1 to {total:,} ({name} N={n} has {total:,})"
             )
+    return pairs
+
+
+def check_sample_config(config: SampleConfig) -> list[tuple[str, int]]:
+    """The sample settings of a run are valid: every family:N exists and holds `count`
+    distinct concepts, and the seed is 0 or more (the pipelines check their parameters with
+    it); returns the (family, N) pairs."""
+    pairs = check_specs(config.specs, config.count)
+    if config.seed < 0:
+        raise UsageError("--seed", config.seed, "must be 0 or more")
     return pairs
 
 

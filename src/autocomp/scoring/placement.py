@@ -4,7 +4,8 @@ accelerate's `device_map="auto"` and a per-device `max_memory` budget.
 A model whose registry entry asks for several GPUs is split over that many visible GPUs, each
 given HEADROOM of its memory for weights (the rest holds activations and the KV cache of the
 shared prefix). `fits` is the planner's rule, the same budget on paper: a test checks that every
-registered model fits the GPUs its resource class asks for (pipelines/resources.score_class).
+registered model fits the GPUs its resource class asks for
+(pipelines/cluster/resources.score_class).
 """
 
 from __future__ import annotations

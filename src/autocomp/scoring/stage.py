@@ -96,14 +96,18 @@ def score(
         total = min(config.limit or source.rows, source.rows)
         for i, (entry, run, record) in enumerate(runs, 1):
             key = f"{results}/{entry.name}"
-            if target is not None and target.manifest(key) is not None:
+            published = target is not None and target.manifest(key) is not None
+            if published:
+                # a published run is resumed, never reused blindly: another model, benchmark
+                # or mode is refused; a lower limit there is extended here and republished
                 target.get(key, run.folder)
-                continue
+                run.check(record, source.rows)
+                before = run.part_names()
             label = f"score {entry.name}" + (f" ({i}/{len(runs)})" if len(runs) > 1 else "")
             loader = functools.partial(load_scorer, entry, config.device, config.batch_size)
             with progress(label, total) if progress else nullcontext() as advance:
                 _score_run(entry, source, run, record, config, loader, advance)
-            if target is not None:
+            if target is not None and not (published and run.part_names() == before):
                 name = source.name or PurePosixPath(str(results)).name
                 made_by = {"stage": "score", "model": entry.name, "benchmark": name}
                 target.put(key, run.folder, made_by)

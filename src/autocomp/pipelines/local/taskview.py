@@ -5,7 +5,7 @@ On a terminal each pipeline's block is redrawn in place (ANSI) and frozen when t
 ends. Elsewhere (a pipe, a CI log) every change is one line: a task's end always, its start
 once it has run for `START_AFTER` seconds (a step that ends sooner prints only its end line, so
 a log names what is running when something hangs without listing every sub-second step twice).
-No kfp here: autocomp.pipelines.capture feeds the view with the events of kfp.local.
+No kfp here: autocomp.pipelines.local.capture feeds the view with the events of kfp.local.
 """
 
 from __future__ import annotations

@@ -45,7 +45,6 @@ STEPS: dict[str, dict[str, Any]] = {
                        "hub": True, "disk": "120Gi"},
     "finetune_report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
 }  # fmt: skip
-DEFAULT_STORE = "s3://autocomp/runs"  # the pipelines' store parameter default
 SECRET = "autocomp-s3"
 SECRET_KEYS = {
     "endpoint": "AUTOCOMP_S3_ENDPOINT",

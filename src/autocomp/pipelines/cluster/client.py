@@ -22,12 +22,8 @@ from typing import Any
 
 from autocomp import __version__
 from autocomp.errors import UsageError
+from autocomp.pipelines.plumbing import DISPLAY_NAMES
 
-DISPLAY_NAMES = {
-    "generate_benchmark": "autocomp-generate-benchmark",
-    "evaluate_models": "autocomp-evaluate-models",
-    "finetune_models": "autocomp-finetune-models",
-}
 MIN_KFP = (2, 14)  # artifact fan-in through dsl.Collected; non-root executors need 2.3+
 
 
@@ -228,6 +224,31 @@ def _required(definition: dict[str, Any]) -> bool:
     return "defaultValue" not in definition and not definition.get("isOptional", False)
 
 
+def _default(definition: dict[str, Any]) -> Any:
+    value = definition["defaultValue"]  # the YAML holds every number as a float
+    return int(value) if definition["parameterType"] == "NUMBER_INTEGER" else value
+
+
+def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of one run of a compiled package, checked as a whole before any request:
+    the package's defaults under the given values, each stage's configuration rebuilt and
+    checked by its own rule, names, models and seeds (autocomp.pipelines.checks.check).
+    Returns `params` (what is sent: the server fills in the defaults)."""
+    from autocomp.pipelines import checks, plumbing
+
+    definitions = input_definitions(spec)
+    table = {p.name for p in plumbing.parameters(pipeline)}
+    if set(definitions) != table:
+        odd = sorted(set(definitions) ^ table)[0]
+        raise UsageError(
+            "--dist", pipeline, f"was compiled by another autocomp version (parameter {odd}); "
+            "run `autocomp compile` again",
+        )  # fmt: skip
+    defaults = {k: _default(d) for k, d in definitions.items() if "defaultValue" in d}
+    checks.check(pipeline, {**defaults, **params})
+    return params
+
+
 # ----------------------------------------------------------------------------- versions
 
 
@@ -313,22 +334,10 @@ def _experiment(client: Any, experiment: str, namespace: str | None) -> str:
     return client.create_experiment(experiment, namespace=namespace).experiment_id
 
 
-def schedule(
-    client: Any,
-    pipeline: str,
-    package: Path,
-    job_name: str,
-    cron: str,
-    params: dict[str, Any],
-    experiment: str = "autocomp",
-    max_concurrency: int = 1,
-    catchup: bool = False,
-    namespace: str | None = None,
-) -> str:
-    """A KFP recurring run of the uploaded version of `package`; returns its id. No catch-up by
-    default: a paused or late schedule starts one run, not one per missed interval."""
-    fields = cron.split()
-    if len(fields) != 6:
+def check_schedule(cron: str, max_concurrency: int, params: dict[str, Any]) -> None:
+    """What a recurring run needs beyond its parameters: a 6-field cron, a concurrency of at
+    least 1, and run-unique names (each run would skip over the last one's benchmark)."""
+    if len(cron.split()) != 6:
         raise UsageError(
             "--cron",
             cron,
@@ -344,6 +353,25 @@ def schedule(
             "a recurring run must publish under run-unique names (each run would skip over the "
             "last one's benchmark); leave unique_name at its default",
         )
+
+
+def schedule(
+    client: Any,
+    pipeline: str,
+    package: Path,
+    job_name: str,
+    cron: str,
+    params: dict[str, Any],
+    experiment: str = "autocomp",
+    max_concurrency: int = 1,
+    catchup: bool = False,
+    namespace: str | None = None,
+) -> str:
+    """A KFP recurring run of the uploaded version of `package`; returns its id. Everything is
+    checked before any request (check_schedule, check_params). No catch-up by default: a
+    paused or late schedule starts one run, not one per missed interval."""
+    check_schedule(cron, max_concurrency, params)
+    check_params(pipeline, params, load_package(pipeline, package))
     pipeline_id, version_id = pinned_version(client, pipeline, package)
     from kfp_server_api.exceptions import ApiException
 
@@ -375,7 +403,9 @@ def submit(
     experiment: str = "autocomp",
     namespace: str | None = None,
 ) -> str:
-    """One run of the uploaded version of `package`; returns its id."""
+    """One run of the uploaded version of `package` (its parameters checked first, before any
+    request: check_params); returns its id."""
+    check_params(pipeline, params, load_package(pipeline, package))
     pipeline_id, version_id = pinned_version(client, pipeline, package)
     from kfp_server_api.exceptions import ApiException
 

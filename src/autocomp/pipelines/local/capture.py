@@ -29,12 +29,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from autocomp.pipelines.taskview import TaskView, Ticker
+from autocomp.pipelines.local.taskview import TaskView, Ticker
 
 # Warnings that carry no information in a local run: the images are not used (each task runs
-# in this Python), and the cluster's resource requests are ignored by design.
+# in this Python; a local build does not even resolve them), and the cluster's resource
+# requests are ignored by design.
 LOCAL_NOISE = (
-    r"no image lock at ",
     r"Task '.*': settings \[.*\] have no effect in the current local runner",
     r"You may be attemping to run a task that uses custom or non-Python base image",
 )

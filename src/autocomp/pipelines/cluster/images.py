@@ -1,12 +1,16 @@
-"""KFP lightweight components: one per stage, each a thin wrapper around one autocomp stage
-function (no logic here). Images are named by `image(kind)`, the rule `make images` and
-`make push` use too:
+"""The container images the compiled pipelines name, resolved when a pipeline is built for the
+cluster (compile), never when a module is imported: a component names only its image's kind
+(`placeholder(kind)`), and `autocomp.pipelines.definitions.builder.Build` puts `image(kind)` in
+its place. The rule is the one `make images` and `make push` use too:
 - name: $AUTOCOMP_IMAGE_REGISTRY/autocomp-<kind>;
 - tag: the package version plus the git commit (`0.1.0-<commit>`, `-dirty` when the files that go
   into an image differ from that commit); inside an image the commit comes from the image itself
   ($AUTOCOMP_GIT_COMMIT, set at build time);
 - digest: where `make push` wrote images/lock.json (or $AUTOCOMP_IMAGE_LOCK names one), the
-  compiled pipelines name each image by the digest that was pushed, never by a mutable tag."""
+  compiled pipelines name each image by the digest that was pushed, never by a mutable tag.
+
+No kfp here (the Makefile imports it with the bare package source).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from pathlib import Path
 from autocomp import __version__
 
 IMAGE_KINDS = ("core", "gpu", "caption")  # images/imagetool.py: the extras of each
+UNRESOLVED = "autocomp-{kind}:unresolved"  # what a component names until a build resolves it
 DEFAULT_REGISTRY = "ghcr.io/autocomp"
 CHECKOUT = Path(__file__).resolve().parents[4]  # the repository root, when run from a checkout
 # What goes into an image (images/Dockerfile's COPY lines, the Dockerfile, the pins).
@@ -81,3 +86,18 @@ def image(kind: str) -> str:
             stacklevel=2,
         )
     return f"{locked['image']}@{locked['digest']}"
+
+
+def placeholder(kind: str) -> str:
+    """The image a component is declared with: its kind only, resolved by `resolve`."""
+    if kind not in IMAGE_KINDS:
+        raise ValueError(f"unknown image kind {kind!r}; one of {IMAGE_KINDS}")
+    return UNRESOLVED.format(kind=kind)
+
+
+def resolve(reference: str) -> str:
+    """The real image for a placeholder (`placeholder(kind)`); any other reference unchanged."""
+    for kind in IMAGE_KINDS:
+        if reference == placeholder(kind):
+            return image(kind)
+    return reference

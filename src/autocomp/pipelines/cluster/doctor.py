@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autocomp.pipelines.client import DISPLAY_NAMES, MIN_KFP, Endpoint
-from autocomp.pipelines.resources import (
+from autocomp.pipelines.cluster.client import DISPLAY_NAMES, MIN_KFP, Endpoint
+from autocomp.pipelines.cluster.resources import (
     GPU_MEMORY_LABEL,
     HF_SECRET,
     HF_SECRET_KEYS,
@@ -26,6 +26,7 @@ from autocomp.pipelines.resources import (
     SECRET_KEYS,
     ScoreClass,
 )
+from autocomp.pipelines.plumbing import DEFAULT_STORE
 
 
 class Report:
@@ -59,7 +60,12 @@ def healthz(client: Any) -> dict[str, Any]:
 
 def check_kfp(report: Report, endpoint: Endpoint, dist: str | Path) -> None:
     from autocomp.errors import UsageError
-    from autocomp.pipelines.client import connect, load_package, pinned_version, version_name
+    from autocomp.pipelines.cluster.client import (
+        connect,
+        load_package,
+        pinned_version,
+        version_name,
+    )
 
     try:
         client = connect(endpoint)
@@ -90,9 +96,7 @@ def check_store(report: Report, store: str | None) -> None:
     import tempfile
 
     if not store:
-        report.line(
-            "SKIP", "store", "no --store given (the pipelines default to s3://autocomp/runs)"
-        )
+        report.line("SKIP", "store", f"no --store given (the pipelines default to {DEFAULT_STORE})")
         return
     from autocomp.store.storage import open_store
 
@@ -128,7 +132,7 @@ def nodes_for(classes: list[ScoreClass], nodes: list[dict[str, Any]]) -> dict[st
 
 
 def needed_classes(models: list[str]) -> list[ScoreClass]:
-    from autocomp.pipelines.plan import ALL, in_all, score_groups
+    from autocomp.pipelines.definitions.plan import ALL, in_all, score_groups
 
     wanted = in_all()[0] if models == [ALL] else models
     return [c for c, members in score_groups().items() if c.gpus and set(members) & set(wanted)]

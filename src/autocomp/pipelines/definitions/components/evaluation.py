@@ -1,0 +1,160 @@
+"""Components of the evaluate_models pipeline."""
+
+from typing import List, NamedTuple  # noqa: UP035  (KFP reads the annotation's name)
+
+from kfp.dsl import HTML, Dataset, Input, Metrics, Output
+
+from autocomp.pipelines.definitions.components import component
+
+
+@component("core")
+def fetch(store: str, name: str, benchmark: Output[Dataset]) -> None:
+    """Fetch a published benchmark from the store.
+
+    Args:
+        store: the store
+        name: the benchmark's name (benchmarks/<name>)
+
+    Returns:
+        benchmark: benchmark.parquet, images embedded
+    """
+    import os
+    import tempfile
+
+    from autocomp.store.publish import fetch_benchmark
+
+    os.makedirs(benchmark.path, exist_ok=True)
+    fetch_benchmark(
+        store,
+        name,
+        tempfile.mkdtemp(prefix="fetch-"),
+        os.path.join(benchmark.path, "benchmark.parquet"),
+    )
+
+
+@component("core")
+def select_models(
+    requested: List[str],  # noqa: UP006
+    members: List[str],  # noqa: UP006
+    everything: List[str],  # noqa: UP006
+    known: List[str],  # noqa: UP006
+    left_out: dict,
+) -> NamedTuple("Selected", [("models", List[str]), ("count", int)]):  # noqa: UP006
+    """The requested models that belong to one resource class.
+
+    Args:
+        requested: the run's models parameter (names, or [all])
+        members: the models of this class (decided at compile time)
+        everything: what [all] means
+        known: every model of every class
+        left_out: models [all] leaves out, with why
+
+    Returns:
+        models: the chosen models of this class
+        count: how many (0: the class schedules nothing)
+    """
+    from collections import namedtuple
+
+    from autocomp.pipelines.definitions.plan import ALL, select
+
+    if requested == [ALL]:
+        for model, why in left_out.items():
+            print(f"not in 'all': {model}: {why}")
+    chosen = select(requested, members, everything, known)
+    return namedtuple("Selected", ["models", "count"])(chosen, len(chosen))
+
+
+@component("gpu")
+def score(
+    benchmark: Input[Dataset],
+    model: str,
+    store: str,
+    name: str,
+    registry: str,
+    blind: str,
+    choice_negatives: int,
+    choice_seed: int,
+    limit: int,
+    batch_size: int,
+    max_candidates: int,
+    scores: Output[Dataset],
+) -> None:
+    """Score one model on the benchmark and publish its run as results/<name>/<model> (a run
+    already published there is fetched instead).
+
+    Args:
+        benchmark: the benchmark
+        model: the model's registered name
+        store: the store
+        name: the benchmark's name
+        registry: the model's registry entry, from the compiling machine
+        blind: empty (with the image), likelihood or choice (paper A.8, generative models)
+        choice_negatives: negatives shown per blind-choice item
+        choice_seed: seed of the blind-choice options
+        limit: score the first N items (0: every item)
+        batch_size: candidate texts per forward pass (0: the backend's own)
+        max_candidates: candidates per written part
+
+    Returns:
+        scores: <model>/ (run.json, scores, predictions, summary) and summary.parquet
+    """
+    import os
+    import tempfile
+
+    from autocomp.config import ScoreConfig
+    from autocomp.pipelines.plumbing import values
+    from autocomp.process import ending
+    from autocomp.scoring import score as score_models
+    from autocomp.scoring.registry import REGISTRY_ENV
+    from autocomp.store.catalog.benchmarks import open_benchmark
+
+    config = ScoreConfig(**values("score", locals()))
+    path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(registry)  # the compiling machine's entry, not the image's
+    os.environ[REGISTRY_ENV] = path
+    table = open_benchmark(os.path.join(benchmark.path, "benchmark.parquet"))
+    results = f"results/{name}" if store else None  # each run published as results/<name>/<model>
+    score_models([model], table, scores.path, config, store=store or None, results=results)
+    ending()  # the process ends next: skip its last full garbage collection
+
+
+@component("core")
+def collect_scores(parts: Input[List[Dataset]], results: Output[Dataset]) -> None:  # noqa: UP006
+    """One summary over the score runs of a resource class.
+
+    Args:
+        parts: one run folder per model
+
+    Returns:
+        results: summary.parquet over every model
+    """
+    from autocomp.store.catalog.runs import collect_runs
+
+    collect_runs([p.path for p in parts], results.path)
+
+
+@component("core")
+def report(
+    store: str,
+    name: str,
+    seed: int,
+    tables: Output[Dataset],
+    page: Output[HTML],
+    accuracy: Output[Metrics],
+) -> None:
+    """The report over every run published for the benchmark.
+
+    Args:
+        store: the store
+        name: the benchmark's name
+        seed: the bootstrap seed of the intervals
+
+    Returns:
+        tables: the report's tables (CSV, Parquet, LaTeX)
+        page: the report (HTML, shown in the run's page)
+        accuracy: one accuracy per model x family x N x condition x set
+    """
+    from autocomp.pipelines.definitions.report_outputs import write_report_outputs
+
+    write_report_outputs(store, name, seed, tables.path, page.path, accuracy.log_metric)

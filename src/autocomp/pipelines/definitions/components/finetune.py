@@ -1,0 +1,247 @@
+"""Components of the finetune_models pipeline (thin wrappers around autocomp.finetune). The
+split and train steps take every fine-tuning setting (FinetuneConfig's fields, recorded in
+their outputs); the run's settings are resolved when it is compiled or submitted."""
+
+from typing import List  # noqa: UP035  (KFP reads the annotation's name)
+
+from kfp.dsl import Dataset, Input, Model, Output
+
+from autocomp.pipelines.definitions.components import component
+
+
+@component("core")
+def split(
+    benchmark: Input[Dataset],
+    split_seed: int,
+    family: str,
+    n: int,
+    condition: str,
+    heldout_fraction: float,
+    validation_fraction: float,
+    k: int,
+    peak_lr: float,
+    betas: list,
+    weight_decay: float,
+    warmup_steps: int,
+    steps: int,
+    batch_cosine: int,
+    batch_sigmoid: int,
+    micro_batch: int,
+    eval_every: int,
+    patience: int,
+    seeds: list,
+    mixed_precision: bool,
+    splits: Output[Dataset],
+) -> None:
+    """Split the benchmark's concepts (train / validation / held-out) and write the evaluation
+    benchmark (every row not trained or validated on).
+
+    Args:
+        benchmark: the benchmark
+        split_seed: seed of the concept split
+        family: the training partition's family (paper: color)
+        n: its N (paper: 2)
+        condition: its condition (paper: minimal)
+        heldout_fraction: source concepts held out for evaluation
+        validation_fraction: training concepts kept for early stopping
+        k: hard negatives per positive
+        peak_lr: AdamW's peak learning rate
+        betas: AdamW's betas
+        weight_decay: AdamW's weight decay (weight matrices only)
+        warmup_steps: linear warm-up steps
+        steps: optimizer steps
+        batch_cosine: positives per step, CLIP family
+        batch_sigmoid: positives per step, SigLIP family
+        micro_batch: positives encoded at once with gradients
+        eval_every: steps between validation evaluations
+        patience: evaluations without improvement before stopping
+        seeds: the run's training seeds
+        mixed_precision: bf16 autocast on a GPU
+
+    Returns:
+        splits: split.parquet and evaluation.parquet
+    """
+    import os
+
+    from autocomp.config import FinetuneConfig
+    from autocomp.finetune.stage import split as split_stage
+    from autocomp.pipelines.plumbing import values
+
+    config = FinetuneConfig(**values("finetune", locals()))
+    split_stage(os.path.join(benchmark.path, "benchmark.parquet"), splits.path, config, split_seed)
+
+
+@component("core")
+def plan(models: List[str], negatives: List[str], seeds: List[int]) -> List[str]:  # noqa: UP006
+    """The training runs: one per model x negatives kind x seed.
+
+    Args:
+        models: the models to fine-tune
+        negatives: the hard-negative kinds (swap, confusion)
+        seeds: the training seeds
+
+    Returns:
+        Output: one run name per model x kind x seed
+    """
+    from autocomp.finetune.stage import plan_runs
+
+    return plan_runs(models, negatives, seeds)
+
+
+@component("gpu")
+def train(
+    benchmark: Input[Dataset],
+    splits: Input[Dataset],
+    run: str,
+    family: str,
+    n: int,
+    condition: str,
+    heldout_fraction: float,
+    validation_fraction: float,
+    k: int,
+    peak_lr: float,
+    betas: list,
+    weight_decay: float,
+    warmup_steps: int,
+    steps: int,
+    batch_cosine: int,
+    batch_sigmoid: int,
+    micro_batch: int,
+    eval_every: int,
+    patience: int,
+    seeds: list,
+    mixed_precision: bool,
+    checkpoint: Output[Model],
+) -> None:
+    """Fine-tune one model with one kind of hard negatives and one seed.
+
+    Args:
+        benchmark: the benchmark
+        splits: the concept split
+        run: the run (model, negatives kind and seed), as plan names it
+        family: the training partition's family (paper: color)
+        n: its N (paper: 2)
+        condition: its condition (paper: minimal)
+        heldout_fraction: source concepts held out for evaluation
+        validation_fraction: training concepts kept for early stopping
+        k: hard negatives per positive
+        peak_lr: AdamW's peak learning rate
+        betas: AdamW's betas
+        weight_decay: AdamW's weight decay (weight matrices only)
+        warmup_steps: linear warm-up steps
+        steps: optimizer steps
+        batch_cosine: positives per step, CLIP family
+        batch_sigmoid: positives per step, SigLIP family
+        micro_batch: positives encoded at once with gradients
+        eval_every: steps between validation evaluations
+        patience: evaluations without improvement before stopping
+        seeds: the run's training seeds
+        mixed_precision: bf16 autocast on a GPU
+
+    Returns:
+        checkpoint: the fine-tuned checkpoint (open_clip local-dir) and its registry entry
+    """
+    import os
+
+    from autocomp.config import FinetuneConfig
+    from autocomp.finetune.stage import parse_run
+    from autocomp.finetune.stage import train as train_stage
+    from autocomp.pipelines.plumbing import values
+    from autocomp.process import ending
+
+    config = FinetuneConfig(**values("finetune", locals()))
+    model, kind, seed = parse_run(run)
+    train_stage(
+        model,
+        os.path.join(benchmark.path, "benchmark.parquet"),
+        os.path.join(splits.path, "split.parquet"),
+        kind,
+        seed,
+        checkpoint.path,
+        config,
+    )
+    ending()  # the process ends next: skip its last full garbage collection
+
+
+@component("gpu")
+def score_finetuned(
+    checkpoint: Input[Model], splits: Input[Dataset], scores: Output[Dataset]
+) -> None:
+    """Score a fine-tuned checkpoint on the evaluation benchmark.
+
+    Args:
+        checkpoint: the checkpoint
+        splits: the split (its evaluation benchmark)
+
+    Returns:
+        scores: the score run, marked for Table 8
+    """
+    import os
+
+    from autocomp.finetune.stage import score_checkpoint
+    from autocomp.process import ending
+
+    score_checkpoint(checkpoint.path, os.path.join(splits.path, "evaluation.parquet"), scores.path)
+    ending()  # the process ends next: skip its last full garbage collection
+
+
+@component("gpu")
+def score_pretrained(model: str, splits: Input[Dataset], scores: Output[Dataset]) -> None:
+    """Score a model before fine-tuning on the evaluation benchmark (Table 8's baseline).
+
+    Args:
+        model: the model's registered name
+        splits: the split (its evaluation benchmark)
+
+    Returns:
+        scores: the score run, marked pretrained
+    """
+    import os
+
+    from autocomp.finetune.stage import score_checkpoint
+    from autocomp.process import ending
+
+    score_checkpoint(model, os.path.join(splits.path, "evaluation.parquet"), scores.path)
+    ending()  # the process ends next: skip its last full garbage collection
+
+
+@component("core")
+def report(
+    finetuned: Input[List[Dataset]],  # noqa: UP006
+    pretrained: Input[List[Dataset]],  # noqa: UP006
+    checkpoints: Input[List[Model]],  # noqa: UP006
+    splits: Input[Dataset],
+    store: str,
+    name: str,
+    seed: int,
+    report: Output[Dataset],
+) -> str:
+    """Table 8 (the fine-tuning gains with their intervals) and the whole report, published to
+    the store as finetune/<name>/report-<hash>.
+
+    Args:
+        finetuned: the fine-tuned models' score runs
+        pretrained: the pretrained models' score runs
+        checkpoints: the checkpoints (their training curves)
+        splits: the split (its evaluation benchmark)
+        store: the store
+        name: the benchmark's name
+        seed: the bootstrap seed
+
+    Returns:
+        report: table8 and finetune_deltas (Parquet, CSV), report.html, full/index.html
+        Output: the Table 8 page's path
+    """
+    import os
+
+    from autocomp.analysis.finetune import publish_report
+
+    return publish_report(
+        [p.path for p in [*finetuned, *pretrained]],
+        [c.path for c in checkpoints],
+        os.path.join(splits.path, "evaluation.parquet"),
+        report.path,
+        store,
+        name,
+        seed,
+    )

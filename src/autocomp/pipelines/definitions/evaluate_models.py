@@ -1,0 +1,118 @@
+"""evaluate_models: fetch a published benchmark, score every requested model, then report.
+
+Models are grouped into resource classes (GPU count x GPU memory, from the registry: see
+resources.score_class); each class is one sub-pipeline whose score steps run under
+`dsl.If(count > 0)`, so a class with no requested model schedules no pod at all (a run of
+`models=["clip-vit-b-16"]` never waits for a 4-GPU node). What each class holds and what "all"
+means are decided at compile time, so a model added to the registry needs no change here:
+recompile (and its score steps receive the compiling machine's registry entry). The score
+settings (blind modes, choice options, limit, batch size) are parameters of the pipeline, from
+the plumbing table, and reach every score step as its ScoreConfig.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, List  # noqa: UP035  (KFP reads the annotation's name)
+
+from autocomp.pipelines import plumbing
+from autocomp.pipelines.cluster.resources import ScoreClass
+from autocomp.pipelines.definitions.builder import Build, graph
+from autocomp.pipelines.definitions.plan import in_all, registry_text, score_groups
+
+
+def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
+    """The sub-pipeline of one resource class: score each chosen model, then collect."""
+    from kfp import dsl
+    from kfp.dsl import Dataset, Input
+
+    from autocomp.pipelines.definitions.components import evaluation as c
+
+    registry = registry_text(members)
+    settings = plumbing.fed("score")  # the score configuration's fields, from the run
+    kinds = {"benchmark": Input[Dataset], "models": List[str], "count": int, "store": str,  # noqa: UP006
+             "name": str, **{f: plumbing.kfp_type(p) for f, p in settings.items()}}  # fmt: skip
+    parameters = [
+        inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind)
+        for key, kind in kinds.items()
+    ]
+    helps = {field: parameter.help for field, parameter in settings.items()}
+
+    def group(p: Any) -> None:
+        with dsl.If(p["count"] > 0, name=f"any-{score.name}"):
+            with dsl.ParallelFor(
+                items=p["models"], parallelism=score.parallelism, name=f"models-{score.name}"
+            ) as model:
+                # a component of its own per class: its executor label (exec-score-<class>)
+                # then carries the class's resources and node affinity unambiguously (KFP
+                # numbers the labels of one shared component by set order, which varies with
+                # the hash seed, and one class's Kubernetes settings could land on another's)
+                scored = b.step(
+                    c.score,
+                    "score",
+                    score=score,
+                    component_name=f"score-{score.name}",
+                    display=f"score-{score.name}",
+                    benchmark=p["benchmark"],
+                    model=model,
+                    store=p["store"],
+                    name=p["name"],
+                    registry=registry,
+                    **{key: p[key] for key in settings},
+                )
+            b.step(
+                c.collect_scores,
+                "collect_scores",
+                display=f"collect-{score.name}",
+                parts=dsl.Collected(scored.outputs["scores"]),
+            )
+
+    description = f"score models of class {score.name}"
+    return graph(f"class-{score.name}", description, parameters, None, helps, group)
+
+
+def build(cluster: bool = True) -> Any:
+    """The pipeline; cluster=False for the local run (see builder.Build)."""
+    from kfp import dsl
+
+    from autocomp.pipelines.definitions.components import evaluation as c
+
+    b = Build(cluster)
+    groups = {score: (members, score_group(b, score, members))
+              for score, members in score_groups().items()}  # fmt: skip
+    everything, left_out = in_all()
+    known = [name for members, _ in groups.values() for name in members]
+
+    @b.pipeline(
+        "evaluate_models",
+        "Score registered models on a published autocomp benchmark and report.",
+        returns=dsl.HTML,
+    )
+    def evaluate_models(p: Any) -> Any:
+        fetched = b.step(c.fetch, "fetch", store=p["store"], name=p["name"])
+        scored = []
+        for score, (members, group) in groups.items():
+            chosen = b.step(
+                c.select_models,
+                "select_models",
+                display=f"models-{score.name}",
+                requested=p["models"],
+                members=members,
+                everything=everything,
+                known=known,
+                left_out=left_out,
+            )
+            scored.append(
+                group(
+                    benchmark=fetched.outputs["benchmark"],
+                    models=chosen.outputs["models"],
+                    count=chosen.outputs["count"],
+                    store=p["store"],
+                    name=p["name"],
+                    **plumbing.inputs("score", p),
+                )
+            )
+        final = b.step(c.report, "report", store=p["store"], name=p["name"], seed=p["report_seed"])
+        return final.after(*scored).outputs["page"]
+
+    return evaluate_models
