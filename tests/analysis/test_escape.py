@@ -11,7 +11,6 @@ import pytest
 
 from autocomp.analysis.escape import escape
 from autocomp.analysis.report import report_stage
-from tests.analysis.test_report import run_dir  # noqa: F401  (the module fixture)
 
 HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 
@@ -28,7 +27,7 @@ def test_escape_by_hand():
         escape("x", "markdown")
 
 
-def test_hostile_run_fields_are_inert_in_html_and_latex(run_dir, tmp_path):  # noqa: F811
+def test_hostile_run_fields_are_inert_in_html_and_latex(run_dir, tmp_path):
     run = tmp_path / f"run{HOSTILE.replace('/', '_')}"
     shutil.copytree(run_dir, run)
     (run / "judges").mkdir()
