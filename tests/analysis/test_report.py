@@ -176,3 +176,19 @@ def test_an_empty_paired_set_leaves_table6_out_with_its_reason(run_dir, tmp_path
     page = (tmp_path / "r" / "index.html").read_text()
     assert "B_paired is empty" in page and "Table 6 left out" in page
     assert not list((tmp_path / "r" / "tables").glob("paper_table6*"))
+
+
+def test_the_same_run_gives_the_same_report_bytes(run_dir, tmp_path):
+    """Figures (SVG, PDF, PNG), page and tables: byte-identical from one report to the next."""
+    for out in ("a", "b"):
+        assert main(["report", "--run", str(run_dir), "--out", str(tmp_path / out)]) == 0
+    files = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    assert {f.parts[0] for f in files} == {"index.html", "tables", "figures"}
+    assert {f.suffix for f in files if f.parts[0] == "figures"} == {".svg", ".pdf", ".png"}
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    page = (tmp_path / "a" / "index.html").read_text()
+    figures = {p.stem for p in (tmp_path / "a" / "figures").glob("*.svg")}
+    assert all(f'<figure id="fig-{name}">' in page for name in figures)

@@ -71,8 +71,10 @@ def curve_figure(curve: list[dict[str, Any]], title: str = "training curve") -> 
 
 
 def svg_curve(curve: list[dict], title: str = "training curve") -> str:
-    """The training curve as a standalone SVG document (a checkpoint's curve.svg)."""
-    return draw.figure_bytes(curve_figure(curve, title), "svg").decode("utf-8")
+    """The training curve as a standalone SVG document (a checkpoint's curve.svg), starting at
+    its <svg> element (the XML prolog is optional)."""
+    svg = draw.figure_bytes(curve_figure(curve, title), "svg").decode("utf-8")
+    return svg[svg.index("<svg") :]
 
 
 def _curves(checkpoints: Sequence[str | Path], figures: Path) -> list[str]:
