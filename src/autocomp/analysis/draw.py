@@ -132,8 +132,12 @@ def figure_bytes(fig: Any, fmt: str) -> bytes:
 
 
 def write_figure(fig: Any, folder: Path, name: str) -> str:
-    """Write folder/<name>.{svg,pdf,png}; return the SVG text."""
+    """Write folder/<name>.{svg,pdf,png}; return the SVG text. The layout is computed once and
+    kept, so the three files (and the overlap check after them) share it."""
     folder.mkdir(parents=True, exist_ok=True)
+    with style():
+        fig.canvas.draw()
+    fig.set_layout_engine("none")
     svg = ""
     for fmt in FORMATS:
         data = figure_bytes(fig, fmt)
