@@ -53,8 +53,14 @@ def curve_figure(curve: list[dict[str, Any]], title: str = "training curve") -> 
             (confusion, "val_confusion", "s", "validation Confusion"),
         ):
             if points:
-                bottom.plot(*zip(*points), color=CURVE_COLORS[key], marker=marker,
-                            markersize=4, linewidth=1.2, label=label)  # fmt: skip
+                bottom.plot(
+                    *zip(*points),
+                    color=CURVE_COLORS[key],
+                    marker=marker,
+                    markersize=4,
+                    linewidth=1.2,
+                    label=label,
+                )
         bottom.set_ylim(-3, 103)
         bottom.set_yticks([0, 25, 50, 75, 100])
         bottom.set_ylabel("accuracy (%)")
@@ -64,8 +70,15 @@ def curve_figure(curve: list[dict[str, Any]], title: str = "training curve") -> 
         if handles:
             fig.legend(handles, labels, loc="outside right center", frameon=False)
         if not curve:
-            top.text(0.5, 0.5, "no training step recorded", transform=top.transAxes,
-                     ha="center", va="center", color="#888888")  # fmt: skip
+            top.text(
+                0.5,
+                0.5,
+                "no training step recorded",
+                transform=top.transAxes,
+                ha="center",
+                va="center",
+                color="#888888",
+            )
         fig.suptitle(draw.wrap(title, 60))
     return fig
 

@@ -195,8 +195,9 @@ def accuracy_plots(acc: list[dict], styles: dict, layout: Layout | None, scope: 
     for family in (f for f in families if scope.autocomp(f)):
         rows = [r for r in acc if r["family"] == family]
         sets = [s for s in ("swap", "confusion") if any(r["set"] == s for r in rows)]
-        fig = accuracy_figure(f"{family}: accuracy vs N", rows, styles, lambda r: r["n"],
-                              lambda n: f"N={n}", sets)  # fmt: skip
+        fig = accuracy_figure(
+            f"{family}: accuracy vs N", rows, styles, lambda r: r["n"], lambda n: f"N={n}", sets
+        )
         if fig is not None:
             caveats = scope.caveats(lambda k, f=family: k[0] == f, compare=True)
             out.append(Plot(f"accuracy_vs_n_{family}", f"{family}: accuracy vs N", fig, caveats))
@@ -204,11 +205,15 @@ def accuracy_plots(acc: list[dict], styles: dict, layout: Layout | None, scope: 
     if others:
         rows = [r for r in acc if r["family"] in others]
         single = all(f in scope.single_set for f in others)
-        sets = ["swap"] if single else [s for s in ("swap", "confusion")
-                                        if any(r["set"] == s for r in rows)]  # fmt: skip
+        sets = (
+            ["swap"]
+            if single
+            else [s for s in ("swap", "confusion") if any(r["set"] == s for r in rows)]
+        )
         title = "Imported families: accuracy" + (" (one negative: Swap = Conf.)" if single else "")
-        fig = accuracy_figure(title, rows, styles, lambda r: r["family"],
-                              lambda f: draw.wrap(f, 14), sets, join=False)  # fmt: skip
+        fig = accuracy_figure(
+            title, rows, styles, lambda r: r["family"], lambda f: draw.wrap(f, 14), sets, join=False
+        )
         if fig is not None:
             caveats = scope.caveats(lambda k: k[0] in others, compare=True)
             out.append(Plot("accuracy_imported", title, fig, caveats))
@@ -247,11 +252,20 @@ def bars_figure(
                     x = g + (j - (len(used) - 1) / 2) * bar
                     color, marker = used[name]
                     ax.bar(x, 100 * value, bar * 0.9, color=color, zorder=2)
-                    ax.plot([x], [100 * value], marker=marker, color=color, markersize=4,
-                            markeredgecolor="white", markeredgewidth=0.5, zorder=3)  # fmt: skip
+                    ax.plot(
+                        [x],
+                        [100 * value],
+                        marker=marker,
+                        color=color,
+                        markersize=4,
+                        markeredgecolor="white",
+                        markeredgewidth=0.5,
+                        zorder=3,
+                    )
                     if low is not None and high is not None:
-                        ax.vlines(x, 100 * low, 100 * high, color="#222222", linewidth=0.9,
-                                  zorder=4)  # fmt: skip
+                        ax.vlines(
+                            x, 100 * low, 100 * high, color="#222222", linewidth=0.9, zorder=4
+                        )
             ax.set_xticks(range(len(grouped)), [draw.wrap(label, 14) for label, _ in grouped])
             ax.set_xlim(-0.6, len(grouped) - 0.4)
             lo, hi = ax.get_ylim()
@@ -271,8 +285,9 @@ def gap_plots(acc: list[dict], styles: dict, layout: Layout | None, scope: Scope
     rank = layout.family_rank if layout else (lambda f: (0, f))
     out = []
     for condition in sorted({k[0] for k in cell}, key=condition_rank):
-        keys = sorted({(f, n) for c, f, n, _ in cell if c == condition},
-                      key=lambda k: (rank(k[0]), k[1]))  # fmt: skip
+        keys = sorted(
+            {(f, n) for c, f, n, _ in cell if c == condition}, key=lambda k: (rank(k[0]), k[1])
+        )
         groups = []
         for family, n in keys:
             bars = {
@@ -344,13 +359,17 @@ def report_plots(
     notes: list[str] = []
     found = accuracy_plots(acc, styles, layout, scope)
     if not found:
-        notes.append("Accuracy figures left out: the run has no Swap or Confusion accuracy scored "
-                     "with images (score_type score or per_token).")  # fmt: skip
+        notes.append(
+            "Accuracy figures left out: the run has no Swap or Confusion accuracy scored "
+            "with images (score_type score or per_token)."
+        )
     plots += found
     found = gap_plots(acc, styles, layout, scope)
     if not found and acc:
-        notes.append("Swap minus Confusion figure left out: every family has one negative set "
-                     "(Swap = Confusion), so the gap is 0 by construction.")  # fmt: skip
+        notes.append(
+            "Swap minus Confusion figure left out: every family has one negative set "
+            "(Swap = Confusion), so the gap is 0 by construction."
+        )
     elif found and any(f in scope.single_set for f in {r["family"] for r in acc}):
         left = sorted({r["family"] for r in acc} & scope.single_set)
         for plot in found:
@@ -365,6 +384,8 @@ def report_plots(
         if plot is not None:
             plots.append(plot)
     else:
-        notes.append("Survival funnel left out: the run's benchmark has no survival table "
-                     "(survival.parquet from the curate stage).")  # fmt: skip
+        notes.append(
+            "Survival funnel left out: the run's benchmark has no survival table "
+            "(survival.parquet from the curate stage)."
+        )
     return plots, notes

@@ -220,11 +220,15 @@ def table_notes(
         rejected = sum(s.rejected for s in scope.samples.values())
         shift = []
         if rejected:
-            shift.append(f"Retained = the accepted samples: the {rejected:,} rejected samples "
-                         "kept in this benchmark are not counted.")  # fmt: skip
+            shift.append(
+                f"Retained = the accepted samples: the {rejected:,} rejected samples "
+                "kept in this benchmark are not counted."
+            )
         if rejected == len(scope.samples):
-            shift.append("No sample was accepted, so nothing was retained: the shift is "
-                         "undefined (–), not 0 (which would claim perfect balance).")  # fmt: skip
+            shift.append(
+                "No sample was accepted, so nothing was retained: the shift is "
+                "undefined (–), not 0 (which would claim perfect balance)."
+            )
         caveats["filter_shift"] = shift
     elif no_concepts:
         notes["filter_shift"] = (

@@ -110,17 +110,27 @@ class Scope:
             about = IMPORTED.get(self.imported, "")
             lines.append((f"Imported with `autocomp import {self.imported}`.{about}", False))
         if not self.validated:
-            lines.append((
-                "The benchmark records no validation verdict (no `accepted` column): every "
-                "sample counts as accepted.", False))  # fmt: skip
+            lines.append(
+                (
+                    "The benchmark records no validation verdict (no `accepted` column): every "
+                    "sample counts as accepted.",
+                    False,
+                )
+            )
         caveats = caveat_lines(samples, compare=True, scope="in this benchmark")
         lines += [(line, True) for line in caveats]
         if caveats:
-            lines.append(("Every table and figure that includes them says so under its title.",
-                          True))  # fmt: skip
+            lines.append(
+                ("Every table and figure that includes them says so under its title.", True)
+            )
         elif self.validated and samples:
-            lines.append(("Every sample passed validation: the tables and figures are on the "
-                          "accepted benchmark.", False))  # fmt: skip
+            lines.append(
+                (
+                    "Every sample passed validation: the tables and figures are on the "
+                    "accepted benchmark.",
+                    False,
+                )
+            )
         return lines
 
 
@@ -182,8 +192,20 @@ def single_set_families(benchmark: pa.Table) -> set[str]:
 def scope_of(benchmark: pa.Table, kinds: dict[str, list[str]], meta: dict[str, Any]) -> Scope:
     """The scope of a run's benchmark (`kinds`: family_kinds of the run)."""
     names = set(benchmark.column_names)
-    wanted = [c for c in ("sample_id", "family", "n", "condition", "caption", "accepted",
-                          "caption_status", "paired") if c in names]  # fmt: skip
+    wanted = [
+        c
+        for c in (
+            "sample_id",
+            "family",
+            "n",
+            "condition",
+            "caption",
+            "accepted",
+            "caption_status",
+            "paired",
+        )
+        if c in names
+    ]
     rows = benchmark.select(wanted).to_pylist()
     minimal_caption = {
         _concept(r["sample_id"]): r.get("caption") for r in rows if r["condition"] == "minimal"

@@ -31,9 +31,17 @@ from autocomp.analysis.wide import percent
 # Paul Tol's colour-blind-safe "muted" scheme: one colour per stage
 STAGE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#DDCC77", "#CC6677", "#AA4499"]
 FUNNEL_COLUMNS = [
-    "family", "n", "condition", "order", "stage", "entered", "survivors", "share", "rate",
+    "family",
+    "n",
+    "condition",
+    "order",
+    "stage",
+    "entered",
+    "survivors",
+    "share",
+    "rate",
     "fallback",
-]  # fmt: skip
+]
 SAMPLED, CAPTION = "sampled", "caption"
 
 
@@ -146,18 +154,32 @@ def funnel_plot(funnel: pa.Table, layout: Layout | None) -> Plot | None:
             for y, stage in zip(ys, stages):
                 r = cells[key].get(stage)
                 if r is None:
-                    ax.text(1, y, "n/a", va="center", ha="left", color="#888888", fontsize=7)
+                    ax.text(2, y, "n/a", va="center", ha="left", color="#888888", fontsize=7)
                 elif r["share"] != r["share"]:  # NaN: nothing entered
-                    ax.text(1, y, "– nothing entered", va="center", ha="left", color="#888888",
-                            fontsize=7)  # fmt: skip
+                    ax.text(
+                        2,
+                        y,
+                        "– nothing entered",
+                        va="center",
+                        ha="left",
+                        color="#888888",
+                        fontsize=7,
+                    )
                 else:
                     ax.barh(y, 100 * r["share"], 0.7, color=colors[stage], zorder=2)
-                    ax.text(100 * r["share"] + 2, y, f"{percent(r['share'])} ({r['survivors']:,})",
-                            va="center", ha="left", fontsize=7)  # fmt: skip
+                    ax.text(
+                        100 * r["share"] + 2,
+                        y,
+                        f"{percent(r['share'])} ({r['survivors']:,})",
+                        va="center",
+                        ha="left",
+                        fontsize=7,
+                    )
             ax.set_yticks(list(ys), stages)
             ax.set_ylim(len(stages) - 0.4, -0.6)  # first stage on top, room above and below
-            ax.set_xlim(0, 150)
+            ax.set_xlim(0, 150)  # room for the labels right of a full bar
             ax.set_xticks([0, 25, 50, 75, 100])
+            ax.spines["bottom"].set_bounds(0, 100)
             ax.grid(axis="x", color="#dddddd", linewidth=0.6)
             ax.grid(axis="y", visible=False)
             label = CONDITION_LABELS.get(condition, condition)
