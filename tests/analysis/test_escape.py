@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from autocomp.analysis.escape import escape
 from autocomp.analysis.report import report_stage
-from tests.analysis.test_report import run_dir  # noqa: F401  (the module fixture)
 
 HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 
@@ -28,7 +28,7 @@ def test_escape_by_hand():
         escape("x", "markdown")
 
 
-def test_hostile_run_fields_are_inert_in_html_and_latex(run_dir, tmp_path):  # noqa: F811
+def test_hostile_run_fields_are_inert_in_html_and_latex(run_dir, tmp_path):
     run = tmp_path / f"run{HOSTILE.replace('/', '_')}"
     shutil.copytree(run_dir, run)
     (run / "judges").mkdir()
@@ -46,3 +46,29 @@ def test_hostile_run_fields_are_inert_in_html_and_latex(run_dir, tmp_path):  # n
     assert 'id="judge_agreement_j---script-alert' in page
     tex = "".join(t.read_text() for t in (tmp_path / "report" / "tables").glob("*.tex"))
     assert "\\input{" not in tex
+
+
+def test_a_hostile_model_name_is_drawn_as_text_and_never_reaches_the_page_raw(run_dir, tmp_path):
+    """A model folder named with markup: its figures' SVG is well-formed, the page has no raw
+    copy of the name (matplotlib draws it as glyphs; every HTML mention is escaped)."""
+    import xml.etree.ElementTree as ET
+
+    name = "a<b>&c\"'<script>x()"  # a folder name: no slash
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    for part in (run / "results" / "good" / "predictions").glob("*.parquet"):
+        table = pq.read_table(part)
+        i = table.schema.get_field_index("model")
+        column = [name] * table.num_rows
+        pq.write_table(table.set_column(i, "model", pa.array(column, table.schema.field(i).type)),
+                       part)  # fmt: skip
+    (run / "results" / "good").rename(run / "results" / name)
+    done = report_stage(run, tmp_path / "report")
+    page = done["html"].read_text()
+    assert "<script" not in page and name not in page and escape(name) in page
+    svgs = sorted((tmp_path / "report" / "figures").glob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        text = svg.read_text()
+        ET.fromstring(text.encode())  # nothing from data broke out of the markup
+        assert "<script" not in text and name not in text

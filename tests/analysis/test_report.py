@@ -11,71 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from autocomp.cli.main import main
-from autocomp.config import NegativesConfig
-from autocomp.protocol.stages import negatives_stage, sample_stage
-from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 from tests.conftest import assert_renders_in_chromium
 from tests.infra.test_storage import s3_env, s3_server  # noqa: F401 (fixtures)
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """benchmark.parquet (Color and Position N=2, both conditions) and two models' predictions
-    with a known pattern: `good` is right on every Minimal item, `base` on none."""
-    root = tmp_path_factory.mktemp("run")
-    tables = []
-    for family in ("color", "position"):
-        sample_stage(family, 2, 6, 0, root / f"{family}.parquet")
-        tables.append(pq.read_table(root / f"{family}.parquet"))
-    concepts = pa.concat_tables(tables)
-    rows = []
-    for r in concepts.to_pylist():
-        for condition in ("minimal", "contextual"):
-            rows.append({**r, "sample_id": f"{r['concept_id']}/{condition}", "condition": condition,
-                         "caption": r["minimal_caption"], "paired": True, "accepted": True})  # fmt: skip
-    pq.write_table(pa.Table.from_pylist(rows), root / "curated.parquet")
-    negatives_stage(
-        root / "curated.parquet", root / "benchmark.parquet", NegativesConfig(workers=1)
-    )
-    bench = pq.read_table(root / "benchmark.parquet").to_pylist()
-    for model, rule in (("good", lambda i, c: c == "minimal" or i % 2 == 0),
-                        ("base", lambda i, c: i % 3 == 0)):  # fmt: skip
-        preds = []
-        for i, b in enumerate(bench):
-            for set_name, size in (
-                ("swap", len(b["swap_negatives"])),
-                ("confusion", len(b["confusion_negatives"])),
-            ):
-                ok = rule(i, b["condition"])
-                preds.append({"model": model, "sample_id": b["sample_id"], "family": b["family"],
-                              "n": b["n"], "condition": b["condition"], "set": set_name,
-                              "protocol": "paper", "candidates": size + 1, "correct": ok,
-                              "tie": False, "predicted": 0 if ok else 1, "positive_score": 0.0,
-                              "best_negative_score": 0.0, "failed": False, "reason": ""})  # fmt: skip
-        folder = root / "results" / model / "predictions"
-        folder.mkdir(parents=True)
-        pq.write_table(
-            pa.Table.from_pylist(preds, PREDICTIONS_SCHEMA), folder / "part-00000.parquet"
-        )
-        entry = {
-            "name": model,
-            "weights": f"org/{model}",
-            "backend": "open_clip",
-            "score": "cosine",
-        }
-        if model == "good":
-            entry["base_model"] = "base"
-        (root / "results" / model / "run.json").write_text(
-            __import__("json").dumps({"entry": entry})
-        )
-    (root / "human").mkdir()
-    first = bench[0]
-    (root / "human" / "a1.csv").write_text(
-        "annotator,sample_id,task,answer\n"
-        f"a1,{first['sample_id']},valid,yes\n"
-        f'a1,{first["sample_id"]},swap,"{first["caption"]}"\n'
-    )
-    return root
 
 
 def test_report_writes_every_table_in_three_formats(run_dir, tmp_path, capsys):
@@ -239,3 +176,19 @@ def test_an_empty_paired_set_leaves_table6_out_with_its_reason(run_dir, tmp_path
     page = (tmp_path / "r" / "index.html").read_text()
     assert "B_paired is empty" in page and "Table 6 left out" in page
     assert not list((tmp_path / "r" / "tables").glob("paper_table6*"))
+
+
+def test_the_same_run_gives_the_same_report_bytes(run_dir, tmp_path):
+    """Figures (SVG, PDF, PNG), page and tables: byte-identical from one report to the next."""
+    for out in ("a", "b"):
+        assert main(["report", "--run", str(run_dir), "--out", str(tmp_path / out)]) == 0
+    files = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    assert {f.parts[0] for f in files} == {"index.html", "tables", "figures"}
+    assert {f.suffix for f in files if f.parts[0] == "figures"} == {".svg", ".pdf", ".png"}
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    page = (tmp_path / "a" / "index.html").read_text()
+    figures = {p.stem for p in (tmp_path / "a" / "figures").glob("*.svg")}
+    assert all(f'<figure id="fig-{name}">' in page for name in figures)

@@ -67,6 +67,10 @@ def test_local_run_generates_publishes_scores_and_reports(local_run):
     assert sorted(p.name for p in (out / "report" / "tables").glob("accuracy.*")) == [
         "accuracy.csv", "accuracy.parquet", "accuracy.tex",
     ]  # fmt: skip
+    # the paper's figures come along from the report step's artifact, in each format
+    figures = {p.suffix for p in (out / "report" / "figures").iterdir()}
+    assert figures == {".svg", ".pdf", ".png"}
+    assert not (out / "report" / "tables" / "figures").exists()
     # a second run resumes: published outputs are complete, nothing is redone
     before = (benchmark / "_manifest.json").read_text()
     assert main(["run", "--out", str(out), "--specs", "color:2", "--count", "2"]) == 0

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from autocomp.analysis.statistics import _table
+from autocomp.analysis.statistics import rows_table
 
 TASKS = ("valid", "swap", "confusion")
 
@@ -85,7 +85,7 @@ def human_agreement(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table
             "unanimous": agree,
             "fleiss_kappa": fleiss_kappa(items) if items else float("nan"),
         })  # fmt: skip
-    return _table(
+    return rows_table(
         out,
         ["task", "family", "n", "condition", "annotators", "items", "items_dropped", "unanimous",
          "fleiss_kappa"],
@@ -116,4 +116,4 @@ def per_annotator_scores(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.
         {"family": f, "n": n, "condition": c, "annotator": a, **{k: counts[k] for k in columns}}
         for (f, n, c, a), counts in sorted(cells.items(), key=str)
     ]
-    return _table(out, ["family", "n", "condition", "annotator", *columns])
+    return rows_table(out, ["family", "n", "condition", "annotator", *columns])

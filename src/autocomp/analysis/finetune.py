@@ -1,250 +1,115 @@
-"""Confusion fine-tuning results (paper Table 8) from stored score runs; no model is re-run.
+"""The fine-tuning report (paper A.9, Table 8): the Table 8 page with its training curves, the
+project's whole report over the fine-tuning score runs, and their publication to a store.
 
-Each score run of a fine-tuning experiment carries `finetune.json`: base_model, negatives
-("pretrained", "swap" or "confusion") and seed. Per base model x family x N x condition:
-- table8: the additional Confusion gain of the Confusion variant over the Swap-only baseline,
-  Delta_C = acc_Confusion(confusion variant) - acc_Confusion(swap variant), mean over the seeds
-  both variants have;
-- finetune_deltas: Delta Swap and Delta Confusion of each variant against the pretrained model.
-Intervals: 95 % percentile bootstrap over samples of the seed-averaged per-sample difference
-(paper protocol, every sample of the cell; a failed item counts as wrong, as in `score`).
+The tables themselves are computed in analysis/finetune_tables.py (re-exported here, so
+`autocomp.analysis.finetune.finetune_tables` keeps working); this module sits above the report
+(analysis/report.py, html.py), which never imports it: no import circle.
+
+Training curves are drawn with matplotlib (analysis/draw.py) from each checkpoint's
+curve.parquet: training loss on top, validation Swap and Confusion accuracy below, on one step
+axis. The page embeds them as inline SVG; figures/curve_<model>.{svg,pdf,png} are for the paper.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
+from autocomp.analysis import draw
 from autocomp.analysis.escape import escape
-from autocomp.analysis.statistics import CONFIDENCE
+from autocomp.analysis.finetune_tables import (  # noqa: F401 (the public names of this module)
+    DELTA_COLUMNS,
+    DELTAS_NOTE,
+    RUN_FILE,
+    TABLE8_COLUMNS,
+    TABLE8_NOTE,
+    finetune_tables,
+    load_runs,
+    mean_interval,
+)
 
-RUN_FILE = "finetune.json"
-TABLE8_COLUMNS = [
-    "model",
-    "family",
-    "n",
-    "condition",
-    "samples",
-    "seeds",
-    "confusion_swap_only",
-    "confusion_confusion",
-    "delta_c",
-    "ci_low",
-    "ci_high",
-]
-DELTA_COLUMNS = [
-    "model",
-    "variant",
-    "family",
-    "n",
-    "condition",
-    "set",
-    "samples",
-    "seeds",
-    "pretrained",
-    "finetuned",
-    "delta",
-    "ci_low",
-    "ci_high",
-]
+NO_CURVES = "<p class=note>No checkpoint with a curve.parquet was given (--checkpoints).</p>"
+CURVE_COLORS = {"loss": "#444444", "val_swap": draw.PALETTE[0], "val_confusion": draw.PALETTE[1]}
 
 
-def mean_interval(values: Sequence[float], seed: int = 0, resamples: int = 2000) -> tuple:
-    """(mean, low, high): percentile bootstrap interval of a mean."""
-    import numpy as np
-
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    means = data[np.random.default_rng(seed).integers(0, data.size, (resamples, data.size))]
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(means.mean(axis=1), [tail, 100 - tail])
-    return float(data.mean()), float(low), float(high)
-
-
-def load_runs(folders: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """The fine-tuning score runs among `folders` (each: finetune.json + predictions)."""
-    from autocomp.store.catalog.runs import read_predictions
-
-    runs = []
-    for folder in folders:
-        path = Path(folder) / RUN_FILE
-        if path.is_file():
-            meta = json.loads(path.read_text())
-            runs.append({**meta, "predictions": read_predictions(folder)})
-    return runs
-
-
-def _correct(runs: list[dict]) -> dict[tuple, dict[str, bool]]:
-    """(model, variant, seed, family, n, condition, set) -> sample_id -> correct."""
-    out: dict[tuple, dict[str, bool]] = defaultdict(dict)
-    for run in runs:
-        seed = run.get("seed") if run["negatives"] != "pretrained" else None
-        for r in run["predictions"].to_pylist():
-            if r["protocol"] != "paper" or r["set"] not in ("swap", "confusion"):
-                continue
-            key = (
-                run["base_model"],
-                run["negatives"],
-                seed,
-                r["family"],
-                r["n"],
-                r["condition"],
-                r["set"],
-            )
-            out[key][r["sample_id"]] = bool(r["correct"])
-    return out
-
-
-def _gain_row(cell: tuple, correct: dict, seeds: list, seed: int) -> dict[str, Any]:
-    """One Table 8 row: Confusion variant minus Swap-only on the Confusion set."""
-    model, family, n, condition = cell
-
-    def get(variant: str, s: int) -> dict[str, bool]:
-        return correct.get((model, variant, s, family, n, condition, "confusion"), {})
-
-    ids = sorted(set.intersection(*(set(get(v, s)) for v in ("swap", "confusion") for s in seeds)))
-    diffs = [
-        sum(get("confusion", s)[i] - get("swap", s)[i] for s in seeds) / len(seeds) for i in ids
+def curve_figure(curve: list[dict[str, Any]], title: str = "training curve") -> Any:
+    """Training loss per step (top) and the validation accuracies at each evaluation (bottom),
+    as a matplotlib figure."""
+    losses = [(r["step"], r["loss"]) for r in curve if r.get("loss") is not None]
+    swap = [(r["step"], 100 * r["val_swap"]) for r in curve if r.get("val_swap") is not None]
+    confusion = [
+        (r["step"], 100 * r["val_confusion"]) for r in curve if r.get("val_confusion") is not None
     ]
-    acc = {
-        v: sum(get(v, s)[i] for s in seeds for i in ids) / max(1, len(ids) * len(seeds))
-        for v in ("swap", "confusion")
-    }
-    mean, low, high = mean_interval(diffs, seed)
-    values = [
-        model,
-        family,
-        n,
-        condition,
-        len(ids),
-        len(seeds),
-        acc["swap"],
-        acc["confusion"],
-        mean,
-        low,
-        high,
-    ]
-    return dict(zip(TABLE8_COLUMNS, values))
-
-
-def _delta_row(
-    cell: tuple, variant: str, set_name: str, correct: dict, seeds: list, seed: int
-) -> dict[str, Any] | None:
-    """One variant against the pretrained model on one set, or None without both sides."""
-    model, family, n, condition = cell
-    base = correct.get((model, "pretrained", None, family, n, condition, set_name), {})
-    tuned = [correct.get((model, variant, s, family, n, condition, set_name), {}) for s in seeds]
-    if not base or not tuned or not all(tuned):
-        return None
-    ids = sorted(set(base).intersection(*map(set, tuned)))
-    after = [sum(t[i] for t in tuned) / len(tuned) for i in ids]
-    before = [float(base[i]) for i in ids]
-    mean, low, high = mean_interval([a - b for a, b in zip(after, before)], seed)
-    values = [
-        model,
-        variant,
-        family,
-        n,
-        condition,
-        set_name,
-        len(ids),
-        len(seeds),
-        sum(before) / max(1, len(ids)),
-        sum(after) / max(1, len(ids)),
-        mean,
-        low,
-        high,
-    ]
-    return dict(zip(DELTA_COLUMNS, values))
-
-
-def finetune_tables(runs: list[dict], seed: int = 0) -> dict[str, pa.Table]:
-    """table8 and finetune_deltas (see the module doc)."""
-    correct = _correct(runs)
-    seeds: dict[tuple, set] = defaultdict(set)
-    cells = set()
-    for model, variant, s, family, n, condition, _ in correct:
-        cells.add((model, family, n, condition))
-        if variant != "pretrained":
-            seeds[(model, variant)].add(s)
-    table8, deltas = [], []
-    for cell in sorted(cells):
-        model = cell[0]
-        both = sorted(seeds[(model, "swap")] & seeds[(model, "confusion")])
-        if both:
-            table8.append(_gain_row(cell, correct, both, seed))
-        for variant in ("swap", "confusion"):
-            for set_name in ("swap", "confusion"):
-                row = _delta_row(
-                    cell, variant, set_name, correct, sorted(seeds[(model, variant)]), seed
+    with draw.style():
+        fig = draw.new_figure(5.6, 3.6)
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        if losses:
+            top.plot(*zip(*losses), color=CURVE_COLORS["loss"], linewidth=1.2, label="train loss")
+        top.set_ylabel("training loss")
+        for points, key, marker, label in (
+            (swap, "val_swap", "o", "validation Swap"),
+            (confusion, "val_confusion", "s", "validation Confusion"),
+        ):
+            if points:
+                bottom.plot(
+                    *zip(*points),
+                    color=CURVE_COLORS[key],
+                    marker=marker,
+                    markersize=4,
+                    linewidth=1.2,
+                    label=label,
                 )
-                if row:
-                    deltas.append(row)
-    return {
-        "table8": _table(table8, TABLE8_COLUMNS),
-        "finetune_deltas": _table(deltas, DELTA_COLUMNS),
-    }
-
-
-def _table(rows: list[dict], columns: list[str]) -> pa.Table:
-    if not rows:
-        return pa.table({c: pa.array([], pa.null()) for c in columns})
-    return pa.Table.from_pylist(rows).select(columns)
+        bottom.set_ylim(-3, 103)
+        bottom.set_yticks([0, 25, 50, 75, 100])
+        bottom.set_ylabel("accuracy (%)")
+        bottom.set_xlabel("training step")
+        handles = [h for ax in (top, bottom) for h in ax.get_legend_handles_labels()[0]]
+        labels = [lab for ax in (top, bottom) for lab in ax.get_legend_handles_labels()[1]]
+        if handles:
+            fig.legend(handles, labels, loc="outside right center", frameon=False)
+        if not curve:
+            top.text(
+                0.5,
+                0.5,
+                "no training step recorded",
+                transform=top.transAxes,
+                ha="center",
+                va="center",
+                color="#888888",
+            )
+        fig.suptitle(draw.wrap(title, 60))
+    return fig
 
 
 def svg_curve(curve: list[dict], title: str = "training curve") -> str:
-    """Training loss (left axis, scaled to its range) and validation accuracies per step."""
-    width, height, left, right, top, bottom = 640, 260, 50, 170, 24, 30
-    steps = [r["step"] for r in curve] or [0]
-    lo, hi = min(steps), max(max(steps), min(steps) + 1)
-    losses = [r["loss"] for r in curve if r["loss"] is not None]
-    lmin, lmax = (min(losses), max(losses)) if losses else (0.0, 1.0)
-    lspan = (lmax - lmin) or 1.0
+    """The training curve as a standalone SVG document (a checkpoint's curve.svg), starting at
+    its <svg> element (the XML prolog is optional)."""
+    svg = draw.figure_bytes(curve_figure(curve, title), "svg").decode("utf-8")
+    return svg[svg.index("<svg") :]
 
-    def x(step: float) -> float:
-        return left + (step - lo) / (hi - lo) * (width - left - right)
 
-    def y(v: float) -> float:
-        return top + (1 - v) * (height - top - bottom)
+def _curves(checkpoints: Sequence[str | Path], figures: Path) -> list[str]:
+    """Each checkpoint's curve drawn from its curve.parquet, written to figures/ and returned as
+    page sections."""
+    import pyarrow.parquet as pq
 
-    series = {
-        "train loss (scaled)": [
-            (r["step"], (r["loss"] - lmin) / lspan) for r in curve if r["loss"] is not None
-        ],
-        "val Swap acc": [(r["step"], r["val_swap"]) for r in curve if r["val_swap"] is not None],
-        "val Confusion acc": [
-            (r["step"], r["val_confusion"]) for r in curve if r["val_confusion"] is not None
-        ],
-    }
-    colors = ["#555", "#1f77b4", "#d62728"]
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="4" y="14" font-size="13" font-weight="bold">{escape(title)}</text>',
-        f'<text x="{left}" y="{height - 8}" font-size="10">step {lo}</text>',
-        f'<text x="{width - right}" y="{height - 8}" font-size="10" text-anchor="end">'
-        f"step {hi}</text>",
-        f'<text x="4" y="{top + 10}" font-size="10">loss {lmax:.3g} / acc 1</text>',
-        f'<text x="4" y="{height - bottom}" font-size="10">loss {lmin:.3g} / acc 0</text>',
-    ]
-    for i, (name, pts) in enumerate(series.items()):
-        if pts:
-            path = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in pts)
-            parts.append(
-                f'<polyline fill="none" stroke="{colors[i]}" stroke-width="2" points="{path}"/>'
-            )
-        parts.append(
-            f'<text x="{width - right + 10}" y="{40 + 14 * i}" font-size="11" '
-            f'fill="{colors[i]}">{escape(name)}</text>'
+    sections = []
+    for folder in checkpoints:
+        table, meta = Path(folder) / "curve.parquet", Path(folder) / "run.json"
+        if not (table.is_file() and meta.is_file()):
+            continue
+        name = str(json.loads(meta.read_text(encoding="utf-8"))["entry"])
+        title = f"{name}: training curve"
+        svg = draw.write_figure(
+            curve_figure(pq.read_table(table).to_pylist(), title),
+            figures,
+            "curve_" + escape(name, "id"),
         )
-    parts.append("</svg>")
-    return "".join(parts)
+        inline = draw.inline_svg(svg, f"curve-{escape(name, 'id')}", title)
+        sections.append(f"<h3>{escape(name)}</h3><figure>{inline}</figure>")
+    return sections
 
 
 def write_report(
@@ -253,7 +118,8 @@ def write_report(
     checkpoints: Sequence[str | Path] = (),
     seed: int = 0,
 ) -> dict[str, Path]:
-    """table8 / finetune_deltas as Parquet and CSV, and report.html with the training curves."""
+    """table8 / finetune_deltas as Parquet and CSV, report.html with the training curves, and
+    the curves as figures/curve_<model>.{svg,pdf,png}."""
     import pyarrow.csv as pacsv
 
     from autocomp.analysis.html import CSS, html_table
@@ -268,38 +134,20 @@ def write_report(
         write_table(table, out / f"{name}.parquet", provenance(name, runs=len(runs), seed=seed))
         pacsv.write_csv(table, out / f"{name}.csv")
         paths[name] = out / f"{name}.parquet"
-    curves = []
-    for folder in checkpoints:
-        svg = Path(folder) / "curve.svg"
-        meta = Path(folder) / "run.json"
-        if svg.is_file() and meta.is_file():
-            title = json.loads(meta.read_text())["entry"]
-            curves.append(f"<h3>{escape(title)}</h3>{svg.read_text()}")
+    curves = _curves(checkpoints, out / "figures")
     page = (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>autocomp fine-tuning (Table 8)</title><style>{CSS}</style></head><body>"
         f"<h1>Confusion fine-tuning (Table 8)</h1><p class=note>{escape(TABLE8_NOTE)}</p>"
         f"{html_table(tables['table8'])}<h2>Against the pretrained model</h2>"
         f"<p class=note>{escape(DELTAS_NOTE)}</p>{html_table(tables['finetune_deltas'])}"
-        f"<h2>Training curves</h2>{''.join(curves)}"
+        f"<h2>Training curves</h2>{''.join(curves) or NO_CURVES}"
         f'<p class=note><a href="full/index.html">The whole report over these runs</a></p>'
         "</body></html>"
     )
     (out / "report.html").write_text(page, encoding="utf-8")
     paths["html"] = out / "report.html"
     return paths
-
-
-TABLE8_NOTE = (
-    "delta_c = Confusion accuracy of the Confusion-negatives variant minus that of the Swap-only "
-    "baseline (K hard negatives each), mean over seeds; 95 % bootstrap interval over samples of "
-    "the seed-averaged per-sample difference. Paper protocol; held-out concepts of the training "
-    "family and every other family's benchmark."
-)
-DELTAS_NOTE = (
-    "Delta Swap and Delta Confusion of each fine-tuned variant against its pretrained model "
-    "(mean over seeds; 95 % bootstrap interval over samples)."
-)
 
 
 def full_report(

@@ -1,6 +1,9 @@
-"""The report page: one self-contained HTML file (inline SVG plots, no scripts). The paper-layout
-tables (percent, with intervals) come first, then the figures, then every other analysis; the
-long tables the paper tables are cut from are folded away (they are in tables/*.csv)."""
+"""The report page: one self-contained HTML file (inline SVG figures drawn by matplotlib, no
+scripts). It opens with what the report is computed on (analysis/scope.py); the paper-layout
+tables (percent, with intervals) come next, then the figures, then every other analysis; the
+long tables the paper tables are cut from are folded away (they are in tables/*.csv). Every
+table and figure shows its caveats (rejected samples kept, fallback captions, empty input) right
+under its title."""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ from typing import Any
 import pyarrow as pa
 
 from autocomp import __version__
-from autocomp.analysis import finetune as finetune_analysis
+from autocomp.analysis.draw import Plot, inline_svg
 from autocomp.analysis.escape import escape
-from autocomp.analysis.plots import plots
+from autocomp.analysis.finetune_tables import DELTAS_NOTE, TABLE8_NOTE
 from autocomp.analysis.wide import Cell, WideTable, percent
 
 # columns of the long tables that hold fractions: shown in percent on the page (the CSV and
@@ -113,8 +116,8 @@ SECTIONS = [
         "Items every annotator answered; categories yes/no (validity) and right/wrong (Swap, "
         "Confusion); unanimous = share of items with one answer throughout.",
     ),
-    ("table8", "Confusion fine-tuning (Table 8)", finetune_analysis.TABLE8_NOTE),
-    ("finetune_deltas", "Fine-tuned vs pretrained (Table 8)", finetune_analysis.DELTAS_NOTE),
+    ("table8", "Confusion fine-tuning (Table 8)", TABLE8_NOTE),
+    ("finetune_deltas", "Fine-tuned vs pretrained (Table 8)", DELTAS_NOTE),
 ]
 
 
@@ -124,11 +127,15 @@ h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid 
 table{border-collapse:collapse;font-size:12px;margin:.5rem 0}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
-.note,.empty{color:#666;font-size:12px}figure{margin:.5rem;display:inline-block}
+.note,.empty{color:#666;font-size:12px}
+.caveat{display:block;background:#fff4d6;border-left:4px solid #e0a800;padding:2px 6px;
+margin:2px 0;font-size:12px;font-weight:normal;color:#5a4300}
+figure{margin:1rem 0;display:block}figure svg{max-width:100%;height:auto;display:block}
+figcaption{font-weight:bold;font-size:14px;margin-bottom:4px}
 code{background:#f3f3f3;padding:0 3px}
 .scroll{overflow-x:auto;max-width:100%}
-table.paper{font-size:12px;margin-top:1.2rem}
-table.paper caption{text-align:left;font-weight:bold;font-size:14px;padding:4px 0}
+table.paper{font-size:12px;margin-top:.3rem}
+.tablebox{margin-top:1.2rem}.tablebox .title{font-weight:bold;font-size:14px;margin:4px 0}
 table.paper thead th{text-align:center}table.paper th.stub{text-align:left;vertical-align:bottom}
 table.paper tr.group th{text-align:left;font-style:italic;background:#fafafa}
 table.paper tr.chance{color:#555;background:#f7f7f7}table.paper tbody th{font-weight:normal}
@@ -164,30 +171,51 @@ def wide_html(table: WideTable) -> str:
             kind = "chance" if row.chance else "model"
             cells = "".join(_wide_cell(c) for c in row.cells)
             body.append(f"<tr class={kind}><th>{escape(row.label)}</th>{cells}</tr>")
+    ident = escape(table.name, "id")
     return (
-        f'<div class=scroll><table class=paper id="{escape(table.name, "id")}">'
-        f"<caption>{escape(table.title)}</caption><thead>{''.join(head)}</thead>"
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        f'<div class=tablebox><p class=title id="{ident}-title">{escape(table.title)}</p>'
+        f'{caveats_html(table.caveats)}<div class=scroll><table class=paper id="{ident}" '
+        f'aria-labelledby="{ident}-title"><thead>{"".join(head)}</thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div></div>"
     )
 
 
-def paper_section(wide: list[WideTable], omitted: list[str], warnings: list[str]) -> str:
+def caveats_html(caveats: tuple[str, ...] | list[str]) -> str:
+    """Each caveat as a highlighted line (class caveat)."""
+    return "".join(f"<p class=caveat>{escape(c)}</p>" for c in caveats)
+
+
+def paper_section(wide: list[WideTable], omitted: list[str]) -> str:
     parts = ['<h2 id="paper-tables">Paper tables</h2>']
-    parts += [f"<p class=warning>{escape(note)}</p>" for note in warnings]
     for table in wide:
         parts.append(f"{wide_html(table)}<p class=note>{escape(table.note)}</p>")
     parts += [f"<p class=omitted>{escape(note)}</p>" for note in omitted]
     return "".join(parts)
 
 
-def long_section(tables: dict[str, pa.Table]) -> str:
+def figure_section(plots: list[tuple[Plot, str]], omitted: list[str]) -> str:
+    """The figures (each: title, caveats, the inline SVG, its files) and the notes of those left
+    out. `plots`: (plot, its saved SVG text)."""
+    parts = ["<h2 id=figures>Figures</h2>"]
+    for plot, svg in plots:
+        parts.append(
+            f'<figure id="fig-{escape(plot.name, "id")}"><figcaption>{escape(plot.title)}'
+            f"</figcaption>{caveats_html(plot.caveats)}{inline_svg(svg, plot.name, plot.title)}"
+            f"<p class=note>figures/{escape(plot.name)}.svg, .pdf, .png</p></figure>"
+        )
+    parts += [f"<p class=omitted>{escape(note)}</p>" for note in omitted]
+    return "".join(parts)
+
+
+def long_section(tables: dict[str, pa.Table], caveats: dict[str, list[str]]) -> str:
     parts = []
     for key in LONG_TABLES:
         if key in tables:
             parts.append(
                 f'<details id="{escape(key, "id")}"><summary>{escape(key)} '
                 f"({tables[key].num_rows} rows; tables/{escape(key)}.csv)</summary>"
-                f"<p class=note>{escape(LONG_NOTES[key])}</p>{html_table(tables[key])}</details>"
+                f"<p class=note>{escape(LONG_NOTES[key])}</p>"
+                f"{caveats_html(caveats.get(key, []))}{html_table(tables[key])}</details>"
             )
     if not parts:
         return ""
@@ -200,6 +228,8 @@ def render_html(
     seed: int,
     wide: list[WideTable] | None = None,
     omitted: list[str] | None = None,
+    plots: list[tuple[Plot, str]] | None = None,
+    plot_notes: list[str] | None = None,
 ) -> str:
     def entry(name: str, m: dict) -> str:
         weights, backend, score = (
@@ -207,10 +237,7 @@ def render_html(
         )
         return f"<li><code>{escape(name)}</code>: {weights} ({backend}, score {score})</li>"
 
-    def extra(key: str) -> str:
-        note = (data.get("notes") or {}).get(key)
-        return f"<p class=warning>{escape(note)}</p>" if note else ""
-
+    notes, caveats = data.get("notes") or {}, data.get("caveats") or {}
     models = "".join(entry(name, m) for name, m in sorted(data["models"].items()))
     title = escape(data.get("title") or data["run"].name)
     protocols = (
@@ -220,12 +247,25 @@ def render_html(
     )
     meta = data["meta"]
     provenance = escape(json.dumps(meta, indent=1, sort_keys=True, default=str)[:50000])
+    scope = data.get("scope")
+    summary = scope.summary() if scope is not None else []
+    computed_on = "".join(
+        f"<p class={'caveat' if caveat else 'note'}>{escape(line)}</p>" for line, caveat in summary
+    )
     sections = []
     for key, heading, note in SECTIONS:
-        if key in tables:
+        present = key in tables and tables[key].num_rows > 0
+        if key in notes and not present:  # left out, with its one-line note
+            sections.append(
+                f"<p class=omitted>{escape(heading)} left out: {escape(notes[key])}</p>"
+            )
+        elif key in tables:
+            why = notes.get(key, "")
+            warning = f"<p class=warning>{escape(why[:1].upper() + why[1:])}</p>" if why else ""
             sections.append(
                 f'<h2 id="{escape(key, "id")}">{escape(heading)}</h2>'
-                f"<p class=note>{escape(note)}</p>{extra(key)}{html_table(tables[key])}"
+                f"<p class=note>{escape(note)}</p>{caveats_html(caveats.get(key, []))}{warning}"
+                f"{html_table(tables[key])}"
             )
     for key in sorted(k for k in tables if k.startswith("judge_agreement_")):
         sections.append(
@@ -241,12 +281,13 @@ def render_html(
 positive's scene, strict drops them). autocomp {__version__}; analysis seed {seed};
 benchmark protocol {escape(str(meta.get("protocol", "?")))}, made by autocomp
 {escape(str(meta.get("autocomp_version", "?")))}.</p>
+<h2 id=computed-on>What this report is computed on</h2>
+{computed_on}
 <p>Models and weights:</p><ul>{models}</ul>
-{paper_section(wide or [], omitted or [], list((data.get("notes") or {}).values()))}
-<h2 id=figures>Figures</h2>
-{plots(tables, data.get("layout"))}
+{paper_section(wide or [], omitted or [])}
+{figure_section(plots or [], plot_notes or [])}
 {"".join(sections)}
-{long_section(tables)}
+{long_section(tables, caveats)}
 <h2 id=provenance>Provenance</h2>
 <p class=note>The benchmark's own record (configs, seeds, versions), from its Parquet metadata.</p>
 <details><summary>benchmark metadata</summary><pre>{provenance}</pre></details>

@@ -57,11 +57,12 @@ def wide_to_latex(table: WideTable) -> str:
     """A paper-layout table as booktabs LaTeX: \\multicolumn headers with \\cmidrule under each
     group, a row per group heading (italic), every label escaped."""
     width = 1 + len(table.columns)
+    caution = "".join(f" \\textbf{{Caution:}} {_tex(c)}" for c in table.caveats)
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
-        f"\\caption{{{_tex(table.title)}. {_tex(table.note)}}}",
+        f"\\caption{{{_tex(table.title)}. {_tex(table.note)}{caution}}}",
         f"\\label{{tab:{escape(table.name, 'id')}}}",
         f"\\begin{{tabular}}{{l{'r' * len(table.columns)}}}",
         r"\toprule",

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from autocomp.analysis import finetune as finetune_analysis
+from autocomp.analysis.finetune_tables import load_runs
 from autocomp.errors import UsageError
 from autocomp.store.catalog.benchmarks import open_benchmark
 from autocomp.store.catalog.ids import with_sample_keys
@@ -29,6 +29,8 @@ BENCH_COLUMNS = [
     "confusion_same_scene",
     "paired",
     "accepted",
+    "caption_status",  # "fallback": a Contextual sample with its Minimal twin's caption
+    "swap_in_confusion",  # Swap = Confusion when it covers every Confusion negative
 ]
 
 
@@ -77,7 +79,7 @@ def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
         "judges": {
             p.stem: _read_csvs([p], JUDGE_COLUMNS) for p in sorted((run / "judges").glob("*.csv"))
         },
-        "finetune": finetune_analysis.load_runs(results),  # score runs with finetune.json
+        "finetune": load_runs(results),  # score runs with finetune.json
     }
 
 

@@ -11,7 +11,10 @@
 - Table 3: the cumulative survival funnel per family x N x condition.
 
 A table whose data the run lacks is left out, with a one-line note saying why (never zeros).
-Only the paper protocol is laid out; the strict protocol stays in the long tables.
+Only the paper protocol is laid out; the strict protocol stays in the long tables. Each table
+carries the caveats of what it was computed on (analysis/scope.py: rejected samples kept,
+fallback Contextual captions). A family whose Swap set is its Confusion set (an imported
+one-negative benchmark: SugarCrepe) gets one column, "Swap = Conf.", and N=0 reads "no N".
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from autocomp.analysis.scope import Scope
 from autocomp.analysis.wide import Cell, Row, WideTable
 
 BACKEND_GROUPS = {"open_clip": "contrastive", "transformers_vlm": "generative"}
@@ -34,6 +38,7 @@ SET_LABELS = {
     "vary_object": "Vary object",
 }
 CONDITION_LABELS = {"minimal": "Minimal", "contextual": "Contextual"}
+SAME_SET = "Swap = Conf."  # the one column of a family whose Swap set is its Confusion set
 ROW_SUFFIX = {"score": "", "per_token": " (per-token)", "choice": ""}
 MAIN_SCORE_TYPES = ("score", "per_token")
 PROTOCOL = "paper"
@@ -65,6 +70,15 @@ def layout_of(models: dict[str, dict[str, Any]], kinds: dict[str, list[str]]) ->
     families = [*kinds.get("attribute", []), *kinds.get("relation", [])]
     bases = {name: m["base_model"] for name, m in models.items() if m.get("base_model")}
     return Layout(groups, families, bases)
+
+
+def n_label(n: int) -> str:
+    """The header of an N: "N=2"; N=0 (an imported benchmark without object counts) "no N"."""
+    return "no N" if n == 0 else f"N={n}"
+
+
+def _caveats(scope: Scope | None, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+    return tuple(scope.caveats(*args, **kwargs)) if scope is not None else ()
 
 
 def condition_rank(condition: str) -> tuple[int, str]:
@@ -133,9 +147,11 @@ def by_condition(
     note: str,
     sets: tuple[str, ...] = ("swap", "confusion"),
     score_types: tuple[str, ...] = MAIN_SCORE_TYPES,
+    scope: Scope | None = None,
 ) -> list[WideTable]:
     """One table per condition: columns family x N x set, a chance row, the models' rows."""
     rows = _paper_rows(accuracy, sets, score_types)
+    single = scope.single_set if scope is not None else set()
     tables = []
     for condition in _condition_order({r["condition"] for r in rows}):
         mine = [r for r in rows if r["condition"] == condition]
@@ -143,9 +159,12 @@ def by_condition(
         keys = [
             (family, n, s)
             for family, n in sorted(cells, key=lambda c: (layout.family_rank(c[0]), c[1]))
-            for s in sets
+            for s in (sets[:1] if family in single else sets)
         ]
-        columns = tuple((family, f"N={n}", SET_LABELS.get(s, s)) for family, n, s in keys)
+        columns = tuple(
+            (family, n_label(n), SAME_SET if family in single else SET_LABELS.get(s, s))
+            for family, n, s in keys
+        )
 
         def key_of(r: dict) -> tuple:
             return (r["family"], r["n"], r["set"])
@@ -159,12 +178,15 @@ def by_condition(
                 columns=columns,
                 rows=(_chance_row(mine, keys, key_of), *_model_rows(mine, keys, key_of, layout)),
                 keys=tuple(keys),
+                caveats=_caveats(scope, {(f, n, condition) for f, n in cells}),
             )
         )
     return tables
 
 
-def sanity_table(accuracy: pa.Table, layout: Layout) -> WideTable | None:
+def sanity_table(
+    accuracy: pa.Table, layout: Layout, scope: Scope | None = None
+) -> WideTable | None:
     """Table 14: per family and condition, accuracy on varying the attribute / the object."""
     sets = ("vary_attribute", "vary_object")
     rows = _paper_rows(accuracy, sets, MAIN_SCORE_TYPES)
@@ -192,10 +214,15 @@ def sanity_table(accuracy: pa.Table, layout: Layout) -> WideTable | None:
         columns=columns,
         rows=(_chance_row(rows, keys, key_of), *_model_rows(rows, keys, key_of, layout)),
         keys=tuple(keys),
+        caveats=_caveats(
+            scope, {(r["family"], r["n"], r["condition"]) for r in rows}, compare=True
+        ),  # fmt: skip
     )
 
 
-def hard_negative_table(accuracy: pa.Table, layout: Layout) -> WideTable | None:
+def hard_negative_table(
+    accuracy: pa.Table, layout: Layout, scope: Scope | None = None
+) -> WideTable | None:
     """Table 7: each base model with its hard-negative-trained models under it, every family at
     its largest N, Minimal and Contextual, Swap and Confusion."""
     rows = _paper_rows(accuracy, ("swap", "confusion"), ("score",))
@@ -231,6 +258,7 @@ def hard_negative_table(accuracy: pa.Table, layout: Layout) -> WideTable | None:
         columns=columns,
         rows=tuple(out),
         keys=tuple(keys),
+        caveats=_caveats(scope, {k[:3] for k in keys}, compare=True),
     )
 
 
@@ -240,7 +268,7 @@ def hard_negative_table(accuracy: pa.Table, layout: Layout) -> WideTable | None:
 DELTA_PARTS = (("Minimal", "accuracy_a"), ("Contextual", "accuracy_b"), ("Δ", "delta"))
 
 
-def delta_tables(deltas: pa.Table, layout: Layout) -> list[WideTable]:
+def delta_tables(deltas: pa.Table, layout: Layout, scope: Scope | None = None) -> list[WideTable]:
     """Table 6, one table per N: per family Minimal, Contextual and Δ (pp), Swap and Confusion."""
     rows = [
         r
@@ -285,6 +313,7 @@ def delta_tables(deltas: pa.Table, layout: Layout) -> list[WideTable]:
                 columns=columns,
                 rows=tuple(out),
                 keys=tuple(keys),
+                caveats=_caveats(scope, lambda k, n=n: k[1] == n, paired=True, compare=True),
             )
         )
     return tables
@@ -293,7 +322,9 @@ def delta_tables(deltas: pa.Table, layout: Layout) -> list[WideTable]:
 # ----------------------------------------------------------------------------- Table 3
 
 
-def survival_table(funnel: pa.Table, layout: Layout) -> WideTable | None:
+def survival_table(
+    funnel: pa.Table, layout: Layout, caveats: tuple[str, ...] = ()
+) -> WideTable | None:
     """Table 3: per family x N x condition, the samples, then per stage the share of the previous
     stage that survived it and the cumulative share surviving every stage up to it."""
     rows = funnel.to_pylist()
@@ -324,18 +355,20 @@ def survival_table(funnel: pa.Table, layout: Layout) -> WideTable | None:
                 cells.append(Cell(count=r["survivors"]))
             else:
                 cells.append(Cell(r[part]))
-        label = f"N={n} {CONDITION_LABELS.get(condition, condition)}"
+        label = f"{n_label(n)} {CONDITION_LABELS.get(condition, condition)}"
         out.append(Row(label, tuple(cells), group=family))
     return WideTable(
         name="paper_table3",
         title="Table 3: validation survival (cumulative funnel)",
-        note="kept = % of the previous stage's samples that passed this stage; cum. = % of the "
-        "sampled items surviving every stage up to this one (never rises); – = the stage does "
-        "not apply (the background check is Minimal only, the caption stage Contextual only).",
+        note="kept = % of the samples that entered this stage and passed it; cum. = % of the "
+        "sampled items surviving every stage up to this one (never rises, unless fallback "
+        "captions entered: see above); – = the stage does not apply (the background check is "
+        "Minimal only, the caption stage Contextual only) or no sample entered it.",
         columns=columns,
         rows=tuple(out),
         stub="N, condition",
         keys=tuple(keys),
+        caveats=caveats,
     )
 
 
@@ -355,27 +388,37 @@ BLIND_NOTE = (
 )
 
 
-def paper_tables(long: dict[str, pa.Table], layout: Layout) -> tuple[list[WideTable], list[str]]:
-    """Every paper-layout table the run has data for, and a one-line note per table left out."""
+def paper_tables(
+    long: dict[str, pa.Table],
+    layout: Layout,
+    scope: Scope | None = None,
+    funnel_caveats: tuple[str, ...] = (),
+) -> tuple[list[WideTable], list[str]]:
+    """Every paper-layout table the run has data for, and a one-line note per table left out
+    (`funnel_caveats`: survival.fallback_note of the funnel, for Table 3)."""
     accuracy, funnel = long["accuracy"], long.get("survival_funnel")
+    paired = scope.paired_reason() if scope is not None else (
+        "no concept has both its Minimal and its Contextual sample scored (the paired set is "
+        "empty).")  # fmt: skip
+    survival = None
+    if funnel is not None:
+        survival = survival_table(funnel, layout, funnel_caveats)
     candidates: list[tuple[list[WideTable | None], str]] = [
         (
-            by_condition(accuracy, layout, name="paper_table5", title=MAIN_TITLE, note=MAIN_NOTE),
+            by_condition(
+                accuracy, layout, name="paper_table5", title=MAIN_TITLE, note=MAIN_NOTE, scope=scope
+            ),  # fmt: skip
             "Tables 5, 12, 13 left out: the run has no Swap or Confusion accuracy scored with "
             "images (score_type score or per_token).",
         ),
+        (delta_tables(long["context_deltas"], layout, scope), f"Table 6 left out: {paired}"),
         (
-            delta_tables(long["context_deltas"], layout),
-            "Table 6 left out: no concept has both its Minimal and its Contextual sample scored "
-            "(the paired set is empty).",
-        ),
-        (
-            [hard_negative_table(accuracy, layout)],
+            [hard_negative_table(accuracy, layout, scope)],
             "Table 7 left out: no hard-negative-trained model (a registry entry with base_model) "
             "was scored together with its base model.",
         ),
         (
-            [sanity_table(accuracy, layout)],
+            [sanity_table(accuracy, layout, scope)],
             "Table 14 left out: the run has no N=1 sanity split (sets vary_attribute / "
             "vary_object).",
         ),
@@ -387,11 +430,12 @@ def paper_tables(long: dict[str, pa.Table], layout: Layout) -> tuple[list[WideTa
                 title=BLIND_TITLE,
                 note=BLIND_NOTE,
                 score_types=("choice",),
+                scope=scope,
             ),
             "The A.8 blind multiple-choice table left out: no predictions with score_type choice.",
         ),
         (
-            [survival_table(funnel, layout) if funnel is not None else None],
+            [survival],
             "Table 3 left out: the run's benchmark has no survival table (survival.parquet from "
             "the curate stage).",
         ),

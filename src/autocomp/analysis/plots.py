@@ -1,25 +1,31 @@
-"""The report's figures as inline SVG (no scripts; hover titles give exact values).
+"""The report's figures, drawn with matplotlib (analysis/draw.py: style, output, overlap check).
 
-Colours mean something: each model (a generative model's per-token accuracy counts as its own
-series) keeps one colour and marker in every figure, from the Okabe-Ito colour-blind-safe
-palette (eight colours, then the next marker shape), listed in each figure's legend; the survival
-funnel colours its stages. Chance is a dashed grey line labelled "chance".
+Each model (a generative model's per-token accuracy counts as its own series) keeps one colour and
+marker in every figure, from the Okabe-Ito colour-blind-safe palette (eight colours, then the next
+marker shape), named in each figure's legend beside the plots. Chance is a dashed grey line,
+named in the legend, its value printed under each N.
 
-- accuracy vs N, one figure per family: a panel per set (rows) and condition (columns); models
-  are dodged side by side at each N and joined by lines only when there are several N;
-- the Swap - Confusion gap per model, one figure per condition, grouped by family x N;
-- Contextual - Minimal on the paired set with its interval, per model;
-- the cumulative survival funnel, a panel per family x N x condition (analysis/survival.py).
+- accuracy vs N, one figure per Auto-Comp family: a panel per set (rows) and condition (columns);
+  models dodged side by side at each N with their 95 % intervals, joined by lines only when there
+  are several N; imported families without N (SugarCrepe) share one figure, one x per family;
+- the Swap - Confusion gap per model, a figure per condition, grouped by family x N (families
+  whose Swap set is their Confusion set are left out: their gap is 0 by construction);
+- Contextual - Minimal on the paired set with its 95 % interval, a panel per set;
+- the cumulative survival funnel (analysis/survival.py).
+Every figure carries the caveats of what it was computed on (analysis/scope.py) and a figure
+with no data is left out with a one-line note.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from autocomp.analysis.escape import escape
+from autocomp.analysis import draw
+from autocomp.analysis.draw import Plot
 from autocomp.analysis.paper_tables import (
     CONDITION_LABELS,
     GROUP_ORDER,
@@ -29,19 +35,17 @@ from autocomp.analysis.paper_tables import (
     Layout,
     condition_rank,
 )
-from autocomp.analysis.survival import svg_funnel
-from autocomp.analysis.svg import svg_document
+from autocomp.analysis.scope import Scope
+from autocomp.analysis.survival import funnel_plot
 from autocomp.analysis.wide import percent
 
-# Okabe & Ito (2008), ordered so that neighbours differ most; black last
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
-MARKERS = ("circle", "square", "triangle", "diamond")
-CHANCE_STYLE = 'stroke="#777" stroke-width="1.2" stroke-dasharray="5,3"'
+PANEL_H = 1.9  # inches
 
 
 def series_label(r: dict[str, Any]) -> str:
     """A model's series: its name, with the per-token suffix for per-token rows."""
-    return r["model"] + ROW_SUFFIX.get(r.get("score_type", "score"), f" ({r['score_type']})")
+    score_type = r.get("score_type", "score")
+    return r["model"] + ROW_SUFFIX.get(score_type, f" ({score_type})")
 
 
 def series_styles(rows: list[dict[str, Any]], layout: Layout | None) -> dict[str, tuple[str, str]]:
@@ -51,257 +55,293 @@ def series_styles(rows: list[dict[str, Any]], layout: Layout | None) -> dict[str
         {(r["model"], r.get("score_type", "score"), series_label(r)) for r in rows},
         key=lambda k: (GROUP_ORDER.index(group(k[0])), k[0], k[1] != "score", k[1]),
     )
-    return {
-        label: (PALETTE[i % len(PALETTE)], MARKERS[(i // len(PALETTE)) % len(MARKERS)])
-        for i, (_, _, label) in enumerate(names)
-    }
+    return draw.series_styles([label for _, _, label in names])
 
 
-def marker(shape: str, x: float, y: float, color: str, tip: str, size: float = 3.5) -> str:
-    """A filled marker (circle, square, triangle or diamond) with a hover title."""
-    s = size
-    shapes = {
-        "square": (
-            "rect",
-            f'x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s:.1f}" height="{2 * s:.1f}"',
-        ),
-        "triangle": (
-            "polygon",
-            f'points="{x:.1f},{y - s:.1f} {x - s:.1f},{y + s:.1f} {x + s:.1f},{y + s:.1f}"',
-        ),
-        "diamond": (
-            "polygon",
-            f'points="{x:.1f},{y - s:.1f} {x + s:.1f},{y:.1f} '
-            f'{x:.1f},{y + s:.1f} {x - s:.1f},{y:.1f}"',
-        ),
-    }
-    tag, attrs = shapes.get(shape, ("circle", f'cx="{x:.1f}" cy="{y:.1f}" r="{s:.1f}"'))
-    return f'<{tag} {attrs} fill="{color}"><title>{escape(tip)}</title></{tag}>'
+def _legend(fig: Any, styles: dict[str, tuple[str, str]], chance: bool = False) -> float:
+    """The models' legend at the figure's right; returns its width in inches (to widen the
+    figure by)."""
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color=c, marker=m, linestyle="none", markersize=6)
+        for c, m in styles.values()
+    ]
+    labels = [draw.wrap(label) for label in styles]
+    if chance:
+        handles.append(Line2D([], [], **draw.CHANCE))
+        labels.append("chance (1 / candidates)")
+    if handles:
+        fig.legend(handles, labels, loc="outside right center", frameon=False)
+    longest = max((len(line) for label in labels for line in label.split("\n")), default=0)
+    return 0.35 + 0.068 * longest
 
 
-def legend(styles: dict[str, tuple[str, str]], x: float, y: float) -> list[str]:
-    parts = []
-    for i, (label, (color, shape)) in enumerate(styles.items()):
-        yy = y + 14 * i
-        parts.append(marker(shape, x + 5, yy - 4, color, label))
-        parts.append(f'<text x="{x + 14}" y="{yy}" font-size="11">{escape(label[:40])}</text>')
-    return parts
+def _height(rows: int, styles: dict, extra: float = 0.6) -> float:
+    """Tall enough for the panels and for the legend's lines."""
+    lines = sum(draw.wrap(label).count("\n") + 1 for label in styles) + 1
+    return max(rows * PANEL_H + extra, 0.2 * lines + 0.7)
 
 
-# ----------------------------------------------------------------------------- accuracy vs N
+# ----------------------------------------------------------------------------- accuracy
 
 
-PANEL_W, PANEL_H, PAD_L, PAD_T = 250, 170, 38, 34
+def _bound(r: dict[str, Any], key: str) -> float:
+    """An interval bound, the accuracy itself where the row has none."""
+    return r[key] if r.get(key) is not None else r["accuracy"]
 
 
-def _panel(
-    x0: float,
-    y0: float,
-    title: str,
-    ns: list[int],
-    points: dict[str, dict[int, dict]],
-    chance: dict[int, float],
+def _accuracy_panel(
+    ax: Any,
+    xs: list[Any],
+    tick: Callable[[Any], str],
+    points: dict[str, dict[Any, dict]],
     styles: dict[str, tuple[str, str]],
-) -> list[str]:
-    """One accuracy-vs-N panel at (x0, y0): y 0-100 %, a band per N, models dodged in it."""
-    w, h = PANEL_W - PAD_L - 10, PANEL_H - 40
-    band = w / len(ns)
-
-    def y(v: float) -> float:
-        return y0 + 18 + (1 - v) * h
-
-    parts = [f'<text x="{x0 + PAD_L}" y="{y0 + 10}" font-size="11">{escape(title)}</text>']
-    for v in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(
-            f'<line x1="{x0 + PAD_L}" y1="{y(v):.1f}" x2="{x0 + PAD_L + w}" y2="{y(v):.1f}" '
-            f'stroke="#e3e3e3"/><text x="{x0 + PAD_L - 4}" y="{y(v) + 3:.1f}" font-size="9" '
-            f'text-anchor="end">{v * 100:.0f}</text>'
-        )
+    join: bool,
+) -> None:
+    """Models dodged at each x with their intervals (joined by a line when `join`: x is N); the
+    chance of each x dashed across its band and printed under it."""
     series = [s for s in styles if s in points]
-    step = min(12.0, band * 0.8 / max(len(series), 1))
-    centre = {n: x0 + PAD_L + band * (i + 0.5) for i, n in enumerate(ns)}
-    for n in ns:
-        parts.append(
-            f'<text x="{centre[n]:.1f}" y="{y(0) + 13:.1f}" font-size="10" '
-            f'text-anchor="middle">N={n}</text>'
+    step = 0.7 / max(len(series), 1)
+    chances: dict[Any, list[float]] = defaultdict(list)
+    for s in series:
+        for x, r in points[s].items():
+            chances[x].append(r["chance"])
+    for i, x in enumerate(xs):
+        if chances.get(x):
+            level = 100 * sum(chances[x]) / len(chances[x])
+            ax.hlines(level, i - 0.42, i + 0.42, **draw.CHANCE, zorder=1)
+    for j, s in enumerate(series):
+        color, marker = styles[s]
+        offset = (j - (len(series) - 1) / 2) * step
+        found = [(i, points[s][x]) for i, x in enumerate(xs) if x in points[s]]
+        px = [i + offset for i, _ in found]
+        py = [100 * r["accuracy"] for _, r in found]
+        low = [y - 100 * _bound(r, "ci_low") for y, (_, r) in zip(py, found)]
+        high = [100 * _bound(r, "ci_high") - y for y, (_, r) in zip(py, found)]
+        ax.errorbar(
+            px,
+            py,
+            yerr=[[max(0.0, v) for v in low], [max(0.0, v) for v in high]],
+            color=color,
+            marker=marker,
+            markersize=4.5,
+            linestyle="-" if join and len(px) > 1 else "none",
+            linewidth=1.2,
+            elinewidth=0.9,
+            capsize=0,
+            zorder=3,
         )
-        if n in chance:
-            left, right = centre[n] - band * 0.45, centre[n] + band * 0.45
-            parts.append(
-                f'<line x1="{left:.1f}" y1="{y(chance[n]):.1f}" x2="{right:.1f}" '
-                f'y2="{y(chance[n]):.1f}" {CHANCE_STYLE}><title>chance '
-                f"{percent(chance[n], chance=True)} %</title></line>"
-                f'<text x="{right:.1f}" y="{y(chance[n]) - 3:.1f}" font-size="9" fill="#555" '
-                f'text-anchor="end">chance {percent(chance[n], chance=True)}</text>'
-            )
-    for i, name in enumerate(series):
-        color, shape = styles[name]
-        offset = (i - (len(series) - 1) / 2) * step
-        pts = sorted((n, r) for n, r in points[name].items() if n in centre)
-        xy = [(centre[n] + offset, r) for n, r in pts]
-        if len(xy) > 1:
-            line = " ".join(f"{x:.1f},{y(r['accuracy']):.1f}" for x, r in xy)
-            parts.append(
-                f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{line}"/>'
-            )
-        for x, r in xy:
-            if r.get("ci_low") is not None and r.get("ci_high") is not None:
-                parts.append(
-                    f'<line x1="{x:.1f}" y1="{y(r["ci_low"]):.1f}" x2="{x:.1f}" '
-                    f'y2="{y(r["ci_high"]):.1f}" stroke="{color}" stroke-width="1"/>'
-                )
-            interval = f"[{percent(r.get('ci_low'))}, {percent(r.get('ci_high'))}]"
-            tip = f"{name}: {percent(r['accuracy'])} % {interval}"
-            parts.append(marker(shape, x, y(r["accuracy"]), color, tip))
-    return parts
+    labels = []
+    for x in xs:
+        c = chances.get(x)
+        text = tick(x)
+        if c:
+            text += f"\nchance {percent(sum(c) / len(c), chance=True)} %"
+        labels.append(text)
+    ax.set_xticks(range(len(xs)), labels)
+    ax.set_xlim(-0.6, len(xs) - 0.4)
+    ax.set_ylim(-3, 103)
+    ax.set_yticks([0, 25, 50, 75, 100])
 
 
-def svg_accuracy_vs_n(
-    family: str, rows: list[dict[str, Any]], styles: dict[str, tuple[str, str]]
-) -> str:
-    """One family: a panel per set (rows) x condition (columns), a shared legend."""
-    sets = [s for s in ("swap", "confusion") if any(r["set"] == s for r in rows)]
+def accuracy_figure(
+    title: str,
+    rows: list[dict[str, Any]],
+    styles: dict[str, tuple[str, str]],
+    x_of: Callable[[dict], Any],
+    tick: Callable[[Any], str],
+    sets: list[str],
+    join: bool = True,
+) -> Any | None:
+    """A panel per set (rows) x condition (columns): accuracy (%) at each x; `join`: x is
+    ordered (N), so each model's points are joined."""
     conditions = sorted({r["condition"] for r in rows}, key=condition_rank)
-    ns = sorted({r["n"] for r in rows})
-    if not sets or not ns:
-        return ""
+    xs = sorted({x_of(r) for r in rows})
+    if not rows or not xs:
+        return None
     mine = {series_label(r) for r in rows}
     used = {k: v for k, v in styles.items() if k in mine}
-    parts = []
-    for i, set_name in enumerate(sets):
-        for j, condition in enumerate(conditions):
-            cell = [r for r in rows if r["set"] == set_name and r["condition"] == condition]
-            points: dict[str, dict[int, dict]] = defaultdict(dict)
-            chances: dict[int, list[float]] = defaultdict(list)
-            for r in cell:
-                points[series_label(r)][r["n"]] = r
-                chances[r["n"]].append(r["chance"])
-            chance = {n: sum(v) / len(v) for n, v in chances.items()}
-            label = CONDITION_LABELS.get(condition, condition)
-            title = f"{SET_LABELS.get(set_name, set_name)}, {label} (accuracy %)"
-            parts += _panel(j * PANEL_W, PAD_T + i * PANEL_H, title, ns, points, chance, used)
-    width = len(conditions) * PANEL_W + 230
-    height = max(PAD_T + len(sets) * PANEL_H, PAD_T + 20 + 14 * len(used))
-    parts += legend(used, len(conditions) * PANEL_W + 10, PAD_T + 12)
-    return svg_document(width, height, f"{family}: accuracy vs N", parts)
+    tick_lines = max(tick(x).count("\n") for x in xs) + 2
+    panel_w = max(2.3, 0.6 + len(xs) * max(0.75, 0.14 * len(used)))
+    with draw.style():
+        fig = draw.new_figure(1, 1)
+        legend_w = _legend(fig, used, chance=True)
+        width = len(conditions) * panel_w + 0.6 + legend_w
+        height = _height(len(sets), used, 0.55 + 0.14 * tick_lines * len(sets))
+        fig.set_size_inches(width, height)
+        axes = fig.subplots(len(sets), len(conditions), squeeze=False, sharey=True)
+        for i, set_name in enumerate(sets):
+            for j, condition in enumerate(conditions):
+                ax = axes[i][j]
+                points: dict[str, dict[Any, dict]] = defaultdict(dict)
+                for r in rows:
+                    if r["set"] == set_name and r["condition"] == condition:
+                        points[series_label(r)][x_of(r)] = r
+                _accuracy_panel(ax, xs, tick, points, used, join)
+                label = CONDITION_LABELS.get(condition, condition)
+                ax.set_title(f"{SET_LABELS.get(set_name, set_name)}, {label}")
+                if j == 0:
+                    ax.set_ylabel("accuracy (%)")
+        fig.suptitle(draw.wrap(title, int(width * 11)))
+    return fig
+
+
+def accuracy_plots(acc: list[dict], styles: dict, layout: Layout | None, scope: Scope) -> list:
+    """One figure per Auto-Comp family (x = N); one for the imported families (x = family)."""
+    rank = layout.family_rank if layout else (lambda f: (0, f))
+    out = []
+    families = sorted({r["family"] for r in acc}, key=rank)
+    for family in (f for f in families if scope.autocomp(f)):
+        rows = [r for r in acc if r["family"] == family]
+        sets = [s for s in ("swap", "confusion") if any(r["set"] == s for r in rows)]
+        fig = accuracy_figure(
+            f"{family}: accuracy vs N", rows, styles, lambda r: r["n"], lambda n: f"N={n}", sets
+        )
+        if fig is not None:
+            caveats = scope.caveats(lambda k, f=family: k[0] == f, compare=True)
+            out.append(Plot(f"accuracy_vs_n_{family}", f"{family}: accuracy vs N", fig, caveats))
+    others = [f for f in families if not scope.autocomp(f)]
+    if others:
+        rows = [r for r in acc if r["family"] in others]
+        single = all(f in scope.single_set for f in others)
+        sets = (
+            ["swap"]
+            if single
+            else [s for s in ("swap", "confusion") if any(r["set"] == s for r in rows)]
+        )
+        title = "Imported families: accuracy" + (" (one negative: Swap = Conf.)" if single else "")
+        fig = accuracy_figure(
+            title, rows, styles, lambda r: r["family"], lambda f: draw.wrap(f, 14), sets, join=False
+        )
+        if fig is not None:
+            caveats = scope.caveats(lambda k: k[0] in others, compare=True)
+            out.append(Plot("accuracy_imported", title, fig, caveats))
+    return out
 
 
 # ----------------------------------------------------------------------------- gap, deltas
 
 
-def svg_grouped_bars(
+def bars_figure(
     title: str,
-    groups: list[tuple[str, dict[str, tuple[float, float | None, float | None]]]],
+    panels: list[tuple[str, list[tuple[str, dict[str, tuple]]]]],
     styles: dict[str, tuple[str, str]],
-    unit: str = "pp",
-) -> str:
-    """Vertical bars in groups (label, series -> (value, low, high)), fractions shown in
-    percentage points around a zero line, one colour per series (legend at the right)."""
-    values = [v for _, bars in groups for triple in bars.values() for v in triple if v is not None]
-    if not values:
-        return ""
-    lo = min(0.0, min(values))
-    hi = max(0.0, max(values))
-    lo, hi = (-0.1 if lo == hi == 0 else lo), (0.1 if hi == lo else hi)
-    used = {k: v for k, v in styles.items() if any(k in bars for _, bars in groups)}
-    bar_w = 9
-    group_w = [max(len(bars), 1) * bar_w + 18 for _, bars in groups]
-    left, top, h = 44, 28, 180
-    width = left + sum(group_w) + 240
-
-    def y(v: float) -> float:
-        return top + (hi - v) / (hi - lo) * h
-
-    right = left + sum(group_w)
-    parts = [
-        f'<line x1="{left}" y1="{y(0):.1f}" x2="{right}" y2="{y(0):.1f}" stroke="#555"/>',
-        f'<text x="4" y="{top + h + 40}" font-size="9" fill="#555">{escape(unit)}</text>',
-    ]
-    for v in sorted({hi, lo, 0.0}):
-        text = percent(v, signed=True) if v else "0"
-        parts.append(
-            f'<text x="{left - 4}" y="{y(v) + 3:.1f}" font-size="9" text-anchor="end">{text}</text>'
-        )
-    x = left + 9
-    for (label, bars), gw in zip(groups, group_w):
-        for name in (s for s in used if s in bars):
-            value, low, high = bars[name]
-            color = used[name][0]
-            y0, y1 = sorted((y(0), y(value)))
-            tip = f"{name}, {label}: {percent(value, signed=True)} {unit}"
-            tall = max(y1 - y0, 0.5)
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y0:.1f}" width="{bar_w - 2}" height="{tall:.1f}" '
-                f'fill="{color}"><title>{escape(tip)}</title></rect>'
-            )
-            if low is not None and high is not None:
-                mid = x + (bar_w - 2) / 2
-                parts.append(
-                    f'<line x1="{mid:.1f}" y1="{y(low):.1f}" x2="{mid:.1f}" y2="{y(high):.1f}" '
-                    'stroke="#222" stroke-width="1"/>'
-                )
-            x += bar_w
-        parts.append(
-            f'<text x="{x - (gw - 18) / 2 - 4:.1f}" y="{top + h + 16}" font-size="9" '
-            f'text-anchor="middle">{escape(label[:24])}</text>'
-        )
-        x += 18
-    parts += legend(used, left + sum(group_w) + 16, top + 8)
-    return svg_document(width, max(top + h + 48, top + 20 + 14 * len(used)), title, parts)
+    ylabel: str,
+) -> Any | None:
+    """Vertical bars in groups, a panel per (panel title, [(group label, series -> (value,
+    low, high))]); fractions in percentage points around a zero line."""
+    groups = max((len(g) for _, g in panels), default=0)
+    used = {k: v for k, v in styles.items() if any(k in b for _, g in panels for _, b in g)}
+    if not groups or not used:
+        return None
+    bar = 0.8 / len(used)
+    with draw.style():
+        fig = draw.new_figure(1, 1)
+        legend_w = _legend(fig, used)
+        width = max(3.2, 1.1 + groups * max(0.8, 0.16 * len(used))) + legend_w
+        fig.set_size_inches(width, _height(len(panels), used, 0.7 * len(panels)))
+        axes = fig.subplots(len(panels), 1, squeeze=False)
+        for ax, (panel_title, grouped) in zip(axes[:, 0], panels):
+            ax.axhline(0, color="#444444", linewidth=0.8)
+            for g, (_, values) in enumerate(grouped):
+                for j, name in enumerate(s for s in used):
+                    if name not in values:
+                        continue
+                    value, low, high = values[name]
+                    x = g + (j - (len(used) - 1) / 2) * bar
+                    color, marker = used[name]
+                    ax.bar(x, 100 * value, bar * 0.9, color=color, zorder=2)
+                    ax.plot(
+                        [x],
+                        [100 * value],
+                        marker=marker,
+                        color=color,
+                        markersize=4,
+                        markeredgecolor="white",
+                        markeredgewidth=0.5,
+                        zorder=3,
+                    )
+                    if low is not None and high is not None:
+                        ax.vlines(
+                            x, 100 * low, 100 * high, color="#222222", linewidth=0.9, zorder=4
+                        )
+            ax.set_xticks(range(len(grouped)), [draw.wrap(label, 14) for label, _ in grouped])
+            ax.set_xlim(-0.6, len(grouped) - 0.4)
+            lo, hi = ax.get_ylim()
+            ax.set_ylim(min(lo, -5), max(hi, 5))
+            ax.set_ylabel(ylabel)
+            ax.set_title(panel_title)
+        fig.suptitle(draw.wrap(title, int(width * 11)))
+    return fig
 
 
-def gap_figures(rows: list[dict], styles: dict, layout: Layout | None) -> list[str]:
+def gap_plots(acc: list[dict], styles: dict, layout: Layout | None, scope: Scope) -> list[Plot]:
     """Swap minus Confusion accuracy per model, a figure per condition."""
-    acc: dict[tuple, dict[str, dict]] = defaultdict(dict)
-    for r in rows:
-        acc[(r["condition"], r["family"], r["n"], series_label(r))][r["set"]] = r
+    cell: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    for r in acc:
+        if r["family"] not in scope.single_set:
+            cell[(r["condition"], r["family"], r["n"], series_label(r))][r["set"]] = r
     rank = layout.family_rank if layout else (lambda f: (0, f))
     out = []
-    for condition in sorted({k[0] for k in acc}, key=condition_rank):
-        cells = sorted(
-            {(f, n) for c, f, n, _ in acc if c == condition}, key=lambda k: (rank(k[0]), k[1])
+    for condition in sorted({k[0] for k in cell}, key=condition_rank):
+        keys = sorted(
+            {(f, n) for c, f, n, _ in cell if c == condition}, key=lambda k: (rank(k[0]), k[1])
         )
         groups = []
-        for family, n in cells:
+        for family, n in keys:
             bars = {
                 name: (v["swap"]["accuracy"] - v["confusion"]["accuracy"], None, None)
-                for (c, f, nn, name), v in acc.items()
+                for (c, f, nn, name), v in cell.items()
                 if (c, f, nn) == (condition, family, n) and "swap" in v and "confusion" in v
             }
             if bars:
-                groups.append((f"{family} N={n}", bars))
+                groups.append((f"{family}\nN={n}", bars))
         label = CONDITION_LABELS.get(condition, condition)
-        out.append(svg_grouped_bars(f"Swap minus Confusion accuracy, {label}", groups, styles))
+        title = f"Swap minus Confusion accuracy, {label}"
+        fig = bars_figure(title, [("", groups)], styles, "Swap - Confusion (pp)")
+        if fig is not None:
+            wanted = {(f, n, condition) for f, n in keys}
+            out.append(Plot(f"gap_{condition}", title, fig, scope.caveats(wanted)))
     return out
 
 
-def delta_figures(deltas: list[dict], styles: dict, layout: Layout | None) -> list[str]:
-    """Contextual minus Minimal on the paired set, per set, grouped by family x N."""
+def delta_plots(deltas: list[dict], styles: dict, layout: Layout | None, scope: Scope) -> list:
+    """Contextual minus Minimal on the paired set, a panel per set, grouped by family x N."""
     rank = layout.family_rank if layout else (lambda f: (0, f))
-    out = []
+    panels = []
     for set_name in ("swap", "confusion"):
         mine = [r for r in deltas if r["set"] == set_name]
-        cells = sorted({(r["family"], r["n"]) for r in mine}, key=lambda k: (rank(k[0]), k[1]))
+        keys = sorted({(r["family"], r["n"]) for r in mine}, key=lambda k: (rank(k[0]), k[1]))
         groups = [
             (
-                f"{family} N={n}",
+                f"{family}\nN={n}",
                 {
                     series_label(r): (r["delta"], r["ci_low"], r["ci_high"])
                     for r in mine
                     if (r["family"], r["n"]) == (family, n)
                 },
             )
-            for family, n in cells
+            for family, n in keys
         ]
-        title = f"Contextual minus Minimal, {SET_LABELS[set_name]} (paired set, 95 % CI)"
-        out.append(svg_grouped_bars(title, groups, styles))
-    return out
+        if groups:
+            panels.append((SET_LABELS[set_name], groups))
+    title = "Contextual minus Minimal on the paired set (95 % CI)"
+    fig = bars_figure(title, panels, styles, "Contextual - Minimal (pp)")
+    if fig is None:
+        return []
+    cells = {(r["family"], r["n"]) for r in deltas}
+    caveats = scope.caveats(lambda k: k[:2] in cells, paired=True, compare=True)
+    return [Plot("context_deltas", title, fig, caveats)]
 
 
 # ----------------------------------------------------------------------------- all figures
 
 
-def plots(tables: dict[str, pa.Table], layout: Layout | None = None) -> str:
+def report_plots(
+    tables: dict[str, pa.Table], layout: Layout | None, scope: Scope
+) -> tuple[list[Plot], list[str]]:
+    """Every figure the run has data for, and a one-line note per figure left out."""
     acc = [
         r
         for r in tables["accuracy"].to_pylist()
@@ -315,13 +355,37 @@ def plots(tables: dict[str, pa.Table], layout: Layout | None = None) -> str:
         if r["protocol"] == "paper" and r.get("score_type", "score") in MAIN_SCORE_TYPES
     ]
     styles = series_styles(acc + deltas, layout)
-    rank = layout.family_rank if layout else (lambda f: (0, f))
-    out = [
-        svg_accuracy_vs_n(family, [r for r in acc if r["family"] == family], styles)
-        for family in sorted({r["family"] for r in acc}, key=rank)
-    ]
-    out += gap_figures(acc, styles, layout)
-    out += delta_figures(deltas, styles, layout)
+    plots: list[Plot] = []
+    notes: list[str] = []
+    found = accuracy_plots(acc, styles, layout, scope)
+    if not found:
+        notes.append(
+            "Accuracy figures left out: the run has no Swap or Confusion accuracy scored "
+            "with images (score_type score or per_token)."
+        )
+    plots += found
+    found = gap_plots(acc, styles, layout, scope)
+    if not found and acc:
+        notes.append(
+            "Swap minus Confusion figure left out: every family has one negative set "
+            "(Swap = Confusion), so the gap is 0 by construction."
+        )
+    elif found and any(f in scope.single_set for f in {r["family"] for r in acc}):
+        left = sorted({r["family"] for r in acc} & scope.single_set)
+        for plot in found:
+            plot.caveats.append(f"Left out: {', '.join(left)} (Swap = Confusion: gap 0).")
+    plots += found
+    found = delta_plots(deltas, styles, layout, scope)
+    if not found:
+        notes.append("Contextual minus Minimal figure left out: " + scope.paired_reason())
+    plots += found
     if "survival_funnel" in tables:
-        out.append(svg_funnel(tables["survival_funnel"].to_pylist(), layout))  # survival.py
-    return "".join(f"<figure>{svg}</figure>" for svg in out if svg)
+        plot = funnel_plot(tables["survival_funnel"], layout)
+        if plot is not None:
+            plots.append(plot)
+    else:
+        notes.append(
+            "Survival funnel left out: the run's benchmark has no survival table "
+            "(survival.parquet from the curate stage)."
+        )
+    return plots, notes

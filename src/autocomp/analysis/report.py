@@ -15,9 +15,13 @@ A store holds the same pieces as outputs named after the benchmark: benchmarks/<
 results/<name>/<model>, and optionally human/<name> (the human/ folder) and judges/<name> (the
 judges/ folder); `report_from_store` assembles them into a run folder first.
 
-Written: tables/<name>.{csv,parquet,tex} for every long table (fractions, one row per cell) and
-tables/paper_*.{csv,tex} for the paper-layout tables (percent, analysis/paper_tables.py). The page
-embeds its plots as inline SVG and has no scripts, so it renders anywhere offline.
+Written: tables/<name>.{csv,parquet,tex} for every long table (fractions, one row per cell),
+tables/paper_*.{csv,tex} for the paper-layout tables (percent, analysis/paper_tables.py) and
+figures/<name>.{svg,pdf,png} for every figure (matplotlib, analysis/plots.py). The page embeds
+the figures as inline SVG and has no scripts, so it renders anywhere offline. Every table and
+figure states what it was computed on when that is not the accepted benchmark
+(analysis/scope.py), and an analysis that does not apply to the run's families is left out with
+a one-line note.
 """
 
 from __future__ import annotations
@@ -31,14 +35,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from autocomp.analysis import agreement
-from autocomp.analysis import finetune as finetune_analysis
+from autocomp.analysis import agreement, draw
 from autocomp.analysis import statistics as analysis
-from autocomp.analysis.html import render_html
+from autocomp.analysis.finetune_tables import finetune_tables
+from autocomp.analysis.html import SECTIONS, render_html
 from autocomp.analysis.latex import to_latex, wide_to_latex
 from autocomp.analysis.load import family_kinds, load_run
 from autocomp.analysis.paper_tables import layout_of, paper_tables
-from autocomp.analysis.survival import survival_funnel
+from autocomp.analysis.plots import report_plots
+from autocomp.analysis.scope import Scope, scope_of
+from autocomp.analysis.survival import fallback_note, survival_funnel
 from autocomp.analysis.wide import to_csv
 from autocomp.errors import UsageError
 from autocomp.store.atomic import scratch_folder, sweep_stale
@@ -102,7 +108,7 @@ def human_results(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
             row[name] = k / n if n else None
             row[f"{task}_items"] = n
         out.append(row)
-    return analysis._table(
+    return analysis.rows_table(
         out,
         [
             "family",
@@ -123,34 +129,26 @@ def human_results(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
 
 
 def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
+    """Every long table of a loaded run; sets data["scope"] (what it is computed on),
+    data["layout"], and data["notes"] / data["caveats"] (per table: why it is empty or left out,
+    and what it was computed on)."""
     bench, pred = data["benchmark"], data["predictions"]
     kinds = family_kinds(data["meta"], bench.column("family").unique().to_pylist())
-    paired = None
-    notes: dict[str, str] = {}
-    if "paired" in bench.column_names:
-        paired = {
-            analysis.concept_of(r["sample_id"])
-            for r in bench.select(["sample_id", "paired"]).to_pylist()
-            if r["paired"]
-        }
-        if not paired:
-            notes["context_deltas"] = (
-                "B_paired is empty: no concept has both its Minimal and its Contextual sample "
-                "accepted, so there is no paired comparison (the table is empty on purpose)."
-            )
-    data["notes"] = notes
+    scope = scope_of(bench, kinds, data["meta"])
+    data["scope"] = scope
     data["layout"] = layout_of(data["models"], kinds)
     bases = {name: m.get("base_model") for name, m in data["models"].items() if m.get("base_model")}
+    ours = sorted(f for f in scope.kinds if scope.autocomp(f))
     tables = {
         "accuracy": analysis.accuracy(pred),
-        "context_deltas": analysis.context_deltas(pred, paired, seed),
+        "context_deltas": analysis.context_deltas(pred, scope.paired, seed),
         "hard_negative_deltas": analysis.model_deltas(pred, bases, seed),
         "per_relation": analysis.per_relation(pred, bench, kinds["relation"]),
         "confusion_taxonomy": analysis.confusion_taxonomy(pred, bench, kinds["attribute"]),
-        "caption_diversity": analysis.caption_diversity(bench),
+        "caption_diversity": analysis.caption_diversity(bench, ours),
     }
     if data.get("finetune"):
-        tables.update(finetune_analysis.finetune_tables(data["finetune"], seed))
+        tables.update(finetune_tables(data["finetune"], seed))
     if data["survival"] is not None:
         tables["survival"] = data["survival"]
         tables["survival_funnel"] = survival_funnel(data["survival"])
@@ -162,9 +160,9 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
         tables["human_agreement"] = agreement.human_agreement(data["human"], bench)
     if data["judges"]:
         keys = {r["sample_id"]: (r["family"], r["n"], r["condition"]) for r in bench.to_pylist()}
-        ours = {r["sample_id"]: bool(r.get("accepted", True)) for r in bench.to_pylist()}
+        ours_ok = {r["sample_id"]: bool(r.get("accepted", True)) for r in bench.to_pylist()}
         for name, rows in data["judges"].items():
-            yes, cells, reference = ("1", "true", "yes", "pass"), keys, ours
+            yes, cells, reference = ("1", "true", "yes", "pass"), keys, ours_ok
             if rows and "reference_passed" in rows[0]:  # audit judge: verdicts with rejections
                 cells = {**keys, **{r["sample_id"]: (r["family"], int(r["n"]), r["condition"])
                                     for r in rows}}  # fmt: skip
@@ -176,7 +174,70 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
                 if r["sample_id"] in cells
             }
             tables[f"judge_agreement_{name}"] = analysis.judge_agreement(reference, theirs, cells)
+    data["notes"], data["caveats"] = table_notes(tables, scope, kinds, data["concepts"] is None)
     return tables
+
+
+def table_notes(
+    tables: dict[str, pa.Table], scope: Scope, kinds: dict[str, list[str]], no_concepts: bool
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Per long table: why it is empty or left out (notes), and what it was computed on
+    (caveats; see analysis/scope.py)."""
+    notes: dict[str, str] = {}
+    ours = {f for f in scope.kinds if scope.autocomp(f)}
+    others = sorted(set(scope.kinds) - ours)
+    relation, attribute = set(kinds.get("relation", [])), set(kinds.get("attribute", []))
+    caveats = {
+        "accuracy": scope.caveats(),
+        "hard_negative_deltas": scope.caveats(),
+        "context_deltas": scope.caveats(paired=True, compare=True),
+        "per_relation": scope.caveats(lambda k: k[0] in relation),
+        "confusion_taxonomy": scope.caveats(lambda k: k[0] in attribute),
+        "caption_diversity": scope.caveats(lambda k: k[0] in ours and k[2] == "contextual"),
+    }
+    if not tables["context_deltas"].num_rows:
+        caveats["context_deltas"] = ["Empty: " + scope.paired_reason()]
+    if not relation & set(scope.kinds):
+        notes["per_relation"] = (
+            "no relation family in this run (Table 15 breaks Swap accuracy down per relation of "
+            "the relation-kind Auto-Comp families, such as position)."
+        )
+        caveats["per_relation"] = []
+    if not attribute & set(scope.kinds):
+        notes["confusion_taxonomy"] = (
+            "no attribute family in this run (Table 10 classifies wrong Confusion choices by "
+            "their Auto-Comp arrangement, which only attribute-kind families have)."
+        )
+        caveats["confusion_taxonomy"] = []
+    if others:
+        notes["caption_diversity"] = (
+            f"not computed for {', '.join(others)}: not Auto-Comp families, their captions are "
+            "not LLM-written Contextual captions of an Auto-Comp concept."
+        )
+        if not ours:
+            caveats["caption_diversity"] = []
+    if "filter_shift" in tables:
+        rejected = sum(s.rejected for s in scope.samples.values())
+        shift = []
+        if rejected:
+            shift.append(
+                f"Retained = the accepted samples: the {rejected:,} rejected samples "
+                "kept in this benchmark are not counted."
+            )
+        if rejected == len(scope.samples):
+            shift.append(
+                "No sample was accepted, so nothing was retained: the shift is "
+                "undefined (–), not 0 (which would claim perfect balance)."
+            )
+        caveats["filter_shift"] = shift
+    elif no_concepts:
+        notes["filter_shift"] = (
+            "the benchmark has no concept set (concepts.parquet, the sampled concepts the "
+            "retained ones are compared with)."
+        )
+    if "survival_funnel" in tables:
+        caveats["survival"] = caveats["survival_funnel"] = fallback_note(tables["survival_funnel"])
+    return notes, caveats
 
 
 def report_stage(
@@ -215,9 +276,12 @@ def _write_report(
         for name, folder in compare.items():
             runs[name] = load_run(folder, "--compare")["predictions"]
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
-    wide, omitted = paper_tables(tables, data["layout"])
+    funnel = tables.get("survival_funnel")
+    funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()
+    wide, omitted = paper_tables(tables, data["layout"], data["scope"], funnel_caveats)
+    plots, plot_notes = report_plots(tables, data["layout"], data["scope"])
     # everything is written into a staging folder first, then swapped in: a failed report leaves
-    # the previous one whole, and a new report never keeps an older report's extra tables
+    # the previous one whole, and a new report never keeps an older report's extra files
     sweep_stale(out.parent)
     with scratch_folder(out) as staging:
         (staging / "tables").mkdir()
@@ -230,19 +294,50 @@ def _write_report(
             (staging / "tables" / f"{table.name}.csv").write_text(to_csv(table), encoding="utf-8")
             latex = wide_to_latex(table)
             (staging / "tables" / f"{table.name}.tex").write_text(latex, encoding="utf-8")
-        html = render_html(data, tables, seed, wide, omitted)
+        drawn = []
+        for plot in _unique_names(plots):
+            drawn.append((plot, draw.write_figure(plot.figure, staging / "figures", plot.name)))
+        html = render_html(data, tables, seed, wide, omitted, drawn, plot_notes)
         (staging / "index.html").write_text(html, encoding="utf-8")
         out.mkdir(exist_ok=True)
-        shutil.rmtree(out / "tables", ignore_errors=True)
-        os.replace(staging / "tables", out / "tables")
+        for folder in ("tables", "figures"):
+            shutil.rmtree(out / folder, ignore_errors=True)
+            if (staging / folder).is_dir():
+                os.replace(staging / folder, out / folder)
         os.replace(staging / "index.html", out / "index.html")
     return {
         "html": out / "index.html",
         "tables": sorted(tables),
         "rows": {k: t.num_rows for k, t in tables.items()},
         "paper": [t.name for t in wide],
-        "omitted": omitted,
+        "figures": [p.name for p in plots],
+        "omitted": omitted + plot_notes + section_notes(tables, data["notes"]),
+        "computed_on": [line for line, caveat in data["scope"].summary() if caveat],
     }
+
+
+def section_notes(tables: dict[str, pa.Table], notes: dict[str, str]) -> list[str]:
+    """The one-line notes of the analyses left out (no table, or an empty one, with a reason)."""
+    return [
+        f"{heading} left out: {notes[key]}"
+        for key, heading, _ in SECTIONS
+        if key in notes and (key not in tables or not tables[key].num_rows)
+    ]
+
+
+def _unique_names(plots: list[draw.Plot]) -> list[draw.Plot]:
+    """The plots with file-safe names, made unique (two families may escape alike)."""
+    from autocomp.analysis.escape import escape
+
+    seen: set[str] = set()
+    for plot in plots:
+        name = escape(plot.name, "id")
+        stem, i = name, 2
+        while name in seen:
+            name, i = f"{stem}-{i}", i + 1
+        seen.add(name)
+        plot.name = name
+    return plots
 
 
 def assemble_run(store: Any, name: str, run: Path, option: str = "--name") -> Path:

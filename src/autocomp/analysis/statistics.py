@@ -39,7 +39,8 @@ SCORE_TYPES = ("score", "per_token", "choice")
 DEFAULT_SCORE_TYPE = "score"
 
 
-def _table(rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
+def rows_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table:
+    """A table of `rows` with exactly `columns` (null-typed columns when there is no row)."""
     if not rows:
         return pa.table({c: pa.array([], pa.null()) for c in columns})
     return pa.Table.from_pylist(rows).select(list(columns))
@@ -210,7 +211,7 @@ def context_deltas(
     keys = ["model", "family", "n", "set", "protocol", "score_type"]
     minimal = t.filter(pc.equal(t["condition"], "minimal"))
     contextual = t.filter(pc.equal(t["condition"], "contextual"))
-    return _table(_paired(minimal, contextual, keys, seed), [*keys, *PAIRED_COLUMNS])
+    return rows_table(_paired(minimal, contextual, keys, seed), [*keys, *PAIRED_COLUMNS])
 
 
 def model_deltas(predictions: pa.Table, pairs: dict[str, str], seed: int = 0) -> pa.Table:
@@ -218,14 +219,14 @@ def model_deltas(predictions: pa.Table, pairs: dict[str, str], seed: int = 0) ->
     keys = ["model", "base", "family", "n", "condition", "set", "protocol", "score_type"]
     columns = [*keys, *PAIRED_COLUMNS]
     if not pairs:
-        return _table([], columns)
+        return rows_table([], columns)
     t = with_concept(with_score_type(predictions))
     links = pa.table({"model": list(pairs), "base": list(pairs.values())})
     mine = t.join(links, keys="model", join_type="inner")
     bases = t.filter(pc.is_in(t["model"], pa.array(sorted(set(pairs.values())), pa.string())))
     bases = bases.rename_columns(["base" if c == "model" else c for c in bases.column_names])
     bases = bases.join(links, keys="base", join_type="inner")
-    return _table(_paired(bases, mine, keys, seed), columns)
+    return rows_table(_paired(bases, mine, keys, seed), columns)
 
 
 # ----------------------------------------------------------------------------- breakdowns
@@ -249,6 +250,11 @@ def per_relation(
     with intervals. `families`: the relation families (select by kind, never by name)."""
     families = set(families)
     cells: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    columns = ["model", "family", "n", "condition", "protocol", "score_type", "relation"]
+    columns += ["items", "accuracy", "ci_low", "ci_high"]
+    if not families or "attributes" not in benchmark.column_names:
+        return rows_table([], columns)  # no relation family: nothing to break down
+    predictions = predictions.filter(pc.is_in(predictions["family"], pa.array(sorted(families))))
     for r in _join(with_score_type(predictions), benchmark, ["sample_id", "attributes"]):
         if r["family"] in families and r["set"] == set_name:
             key = (r["model"], r["family"], r["n"], r["condition"], r["protocol"], r["score_type"])
@@ -274,8 +280,7 @@ def per_relation(
                 "ci_high": high,
             }
         )
-    columns = ["model", "family", "n", "condition", "protocol", "score_type", "relation"]
-    return _table(rows, [*columns, "items", "accuracy", "ci_low", "ci_high"])
+    return rows_table(rows, columns)
 
 
 ERROR_TYPES = (
@@ -311,6 +316,11 @@ def confusion_taxonomy(
     attribute-kind families (select by kind, never by name)."""
     families = set(families)
     counts: dict[tuple, Counter] = defaultdict(Counter)
+    columns = ["model", "family", "n", "condition", "score_type", "error_type", "errors", "share"]
+    needed = {"confusion_arrangements", "confusion_same_scene"}
+    if not families or not needed <= set(benchmark.column_names):
+        return rows_table([], columns)  # no attribute family: no taxonomy
+    predictions = predictions.filter(pc.is_in(predictions["family"], pa.array(sorted(families))))
     joined = _join(
         with_score_type(predictions),
         benchmark,
@@ -346,8 +356,7 @@ def confusion_taxonomy(
                     "share": kinds[kind] / total,
                 }
             )
-    columns = ["model", "family", "n", "condition", "score_type", "error_type", "errors", "share"]
-    return _table(rows, columns)
+    return rows_table(rows, columns)
 
 
 # ----------------------------------------------------------------------------- benchmark itself
@@ -356,7 +365,8 @@ def confusion_taxonomy(
 def filter_shift(concepts: pa.Table, benchmark: pa.Table) -> pa.Table:
     """How validation moved the label and object distributions away from the sampled (target)
     prior (Tables 4 and 16): total variation, share of labels within 0.5-1.5x of their target
-    frequency and below 0.25x, per family x N x condition."""
+    frequency and below 0.25x, per family x N x condition. Retained = the accepted samples (a
+    sample with accepted = false is not); a cell that retained none has NaN ("–"), never 0."""
     target: dict[tuple, dict[str, Counter]] = defaultdict(
         lambda: {"label": Counter(), "object": Counter()}
     )
@@ -367,12 +377,20 @@ def filter_shift(concepts: pa.Table, benchmark: pa.Table) -> pa.Table:
     kept: dict[tuple, dict[str, Counter]] = defaultdict(
         lambda: {"label": Counter(), "object": Counter()}
     )
-    for r in benchmark.to_pylist():
-        k = kept[(r["family"], r["n"], r.get("condition") or "minimal")]
-        k["label"].update(r["attributes"])
-        k["object"].update(r["objects"])
+    cells = set()
+    for r in benchmark.select(
+        [c for c in ("family", "n", "condition", "objects", "attributes", "accepted")
+         if c in benchmark.column_names]
+    ).to_pylist():  # fmt: skip
+        key = (r["family"], r["n"], r.get("condition") or "minimal")
+        cells.add(key)
+        if r.get("accepted") is False:
+            continue  # retained = accepted: a rejected sample kept for the run is not retained
+        kept[key]["label"].update(r["attributes"])
+        kept[key]["object"].update(r["objects"])
     rows = []
-    for (family, n, condition), got in sorted(kept.items()):
+    for family, n, condition in sorted(cells):
+        got = kept[(family, n, condition)]
         row = {"family": family, "n": n, "condition": condition}
         for kind in ("label", "object"):
             want = target[(family, n)][kind]
@@ -381,7 +399,7 @@ def filter_shift(concepts: pa.Table, benchmark: pa.Table) -> pa.Table:
     columns = ["family", "n", "condition"] + [
         f"{k}_{m}" for k in ("label", "object") for m in ("tv", "within_0_5_1_5", "below_0_25")
     ]
-    return _table(rows, columns)
+    return rows_table(rows, columns)
 
 
 def _shift(target: Counter, kept: Counter) -> dict[str, float]:
@@ -412,11 +430,13 @@ def distinct_n(texts: Iterable[str], n: int) -> float:
     return len(seen) / total if total else float("nan")
 
 
-def caption_diversity(benchmark: pa.Table) -> pa.Table:
-    """Distinct-2/3/4 of the Contextual captions per family x N (one per concept)."""
+def caption_diversity(benchmark: pa.Table, families: Iterable[str] | None = None) -> pa.Table:
+    """Distinct-2/3/4 of the Contextual captions per family x N (one per concept); `families`:
+    the families whose Contextual captions are LLM-written (None: all)."""
     groups: dict[tuple, list[str]] = defaultdict(list)
+    wanted = None if families is None else set(families)
     for r in benchmark.select(["family", "n", "condition", "caption"]).to_pylist():
-        if r["condition"] == "contextual":
+        if r["condition"] == "contextual" and (wanted is None or r["family"] in wanted):
             groups[(r["family"], r["n"])].append(r["caption"])
     rows = [
         {
@@ -427,7 +447,7 @@ def caption_diversity(benchmark: pa.Table) -> pa.Table:
         }
         for (f, n), texts in sorted(groups.items())
     ]
-    return _table(rows, ["family", "n", "captions", "distinct_2", "distinct_3", "distinct_4"])
+    return rows_table(rows, ["family", "n", "captions", "distinct_2", "distinct_3", "distinct_4"])
 
 
 # ----------------------------------------------------------------------------- agreement
@@ -461,7 +481,7 @@ def judge_agreement(a: dict[str, bool], b: dict[str, bool], keys: dict[str, tupl
                 "a_fail_b_pass": sum(j and not i for i, j in zip(x, y)) / len(samples),
             }
         )
-    return _table(
+    return rows_table(
         rows,
         [
             "family",
@@ -495,7 +515,7 @@ def cross_generator(runs: dict[str, pa.Table]) -> tuple[pa.Table, pa.Table]:
         for r in accuracy(table.filter(pa.array(keep, pa.bool_()))).to_pylist():
             rows.append({"generator": generator, **r})
     columns = ["generator", *CELL, "items", "accuracy", "ci_low", "ci_high", "chance"]
-    table = _table(rows, columns)
+    table = rows_table(rows, columns)
     scores: dict[tuple, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for r in rows:
         cell = (r["family"], r["n"], r["condition"], r["set"], r["protocol"], r["score_type"])
@@ -525,4 +545,4 @@ def cross_generator(runs: dict[str, pa.Table]) -> tuple[pa.Table, pa.Table]:
         "models",
         "kendall_tau",
     ]
-    return table, _table(orders, order_columns)
+    return table, rows_table(orders, order_columns)

@@ -64,6 +64,7 @@ class WideTable:
     rows: tuple[Row, ...]
     stub: str = "Model"  # the heading of the row-label column
     keys: tuple[tuple, ...] = field(default=(), compare=False)  # per leaf column: what it holds
+    caveats: tuple[str, ...] = ()  # what it was computed on, when not the accepted benchmark
 
     @property
     def depth(self) -> int:

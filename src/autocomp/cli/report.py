@@ -25,6 +25,8 @@ def _report(args: argparse.Namespace) -> None:
     )
     for note in done["omitted"]:
         print(f"  {note}")
+    for line in done.get("computed_on", []):
+        print(f"  computed on: {line}")
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:

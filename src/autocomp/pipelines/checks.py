@@ -102,7 +102,7 @@ def _stage_rule(stage: str) -> Any:
 
         return check_negatives_config
     if stage == "score":
-        from autocomp.scoring.stage import check_config
+        from autocomp.scoring.checks import check_config
 
         return check_config
     return None  # curate: one bool; finetune: FinetuneConfig checks itself when it is made

@@ -39,13 +39,16 @@ def write_report_outputs(
     page: str | Path,
     log_metric: Callable[[str, float], None],
 ) -> dict[str, float]:
-    """Build the report from the store in a scratch folder; keep the page, tables and metrics."""
+    """Build the report from the store in a scratch folder; keep the page, the tables (with the
+    figures in tables/figures/) and the metrics."""
     from autocomp.analysis.report import report_from_store
 
     work = Path(tempfile.mkdtemp(prefix="report-"))
     try:
         done = report_from_store(store, name, work, seed)
         shutil.copytree(work / "tables", Path(tables), dirs_exist_ok=True)
+        if (work / "figures").is_dir():  # the paper's figures (SVG, PDF, PNG) beside the tables
+            shutil.copytree(work / "figures", Path(tables) / "figures", dirs_exist_ok=True)
         Path(page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(done["html"], page)
         metrics = accuracy_metrics(work / "run")

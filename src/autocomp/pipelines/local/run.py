@@ -32,6 +32,7 @@ from autocomp.config import Profile, get_profile
 from autocomp.errors import UsageError
 from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.local.taskview import TaskView
+from autocomp.store.atomic import atomic_folder
 
 FINETUNE_BENCHMARK = {"specs": "color:2,shape_color:2", "count": 10, "num_shards": 1}
 
@@ -203,18 +204,18 @@ def _link(link: Path, target: Path) -> None:
 
 
 def _copy_report(out: Path, files: dict[str, Path]) -> Path:
-    """<out>/report made afresh from `files` (name there -> file or folder), atomically."""
+    """<out>/report made afresh from `files` (name there -> file or folder), atomically; the
+    report step's figures (tables/figures/) become report/figures/."""
     report = out / "report"
-    staging = out / ".report.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    for name, source in files.items():
-        if source.is_dir():
-            shutil.copytree(source, staging / name)
-        elif source.is_file():
-            shutil.copyfile(source, staging / name)
-    shutil.rmtree(report, ignore_errors=True)
-    staging.rename(report)
+    with atomic_folder(report, replace=True) as staging:
+        for name, source in files.items():
+            if source.is_dir() and name == "tables" and (source / "figures").is_dir():
+                shutil.copytree(source, staging / name, ignore=shutil.ignore_patterns("figures"))
+                shutil.copytree(source / "figures", staging / "figures")
+            elif source.is_dir():
+                shutil.copytree(source, staging / name)
+            elif source.is_file():
+                shutil.copyfile(source, staging / name)
     return report
 
 
