@@ -32,8 +32,19 @@ def _flat_bounds(questions: int, positions: int, alpha: float = ALPHA) -> tuple[
 
 
 def _captions(rng: random.Random, count: int) -> list[str]:
-    colors = "red blue green yellow orange purple pink brown black gray".split()
-    objects = "cup chair lamp vase bowl pen book hat bottle desk".split()
+    colors = [
+        "red",
+        "blue",
+        "green",
+        "yellow",
+        "orange",
+        "purple",
+        "pink",
+        "brown",
+        "black",
+        "gray",
+    ]
+    objects = ["cup", "chair", "lamp", "vase", "bowl", "pen", "book", "hat", "bottle", "desk"]
     out = []
     for _ in range(count):
         (a, b), (c, d) = rng.sample(objects, 2), rng.sample(colors, 2)
