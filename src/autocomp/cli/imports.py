@@ -17,10 +17,10 @@ def summary_lines(report: dict[str, Any], out: str) -> list[str]:
         "layout",
         "rows",
         "items",
-        "duplicate_ids",
         "concepts",
         "paired_concepts",
         "images_decoded",
+        "captions_kept_as_written",
     ):
         if key in report:
             lines.append(f"  {key.replace('_', ' ')}: {report[key]}")
