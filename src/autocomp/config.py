@@ -104,11 +104,15 @@ class NegativesConfig:
 class ImportConfig:
     """`import`: a benchmark autocomp did not make, as a benchmark folder (protocol: the
     candidate sets rebuilt for mapped Auto-Comp concepts; skip_missing: drop and count rows
-    whose image file is missing instead of stopping; force: replace an existing folder)."""
+    whose image is missing or does not decode instead of stopping; force: replace an existing
+    folder; condition: the one condition an Auto-Comp source with caption / image columns holds,
+    minimal or contextual, "" = from the source's name, or only that condition of a Paired
+    source)."""
 
     protocol: str = "paper"
     skip_missing: bool = False
     force: bool = False
+    condition: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,24 @@ class ProtocolError(Exception):
     """An internal invariant of the protocol broke (a bug, never bad input)."""
 
 
+def shorten(text: str, limit: int = 160) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` characters, with "..."
+    when cut ("An error happened while trying to..." rather than "An err")."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 3]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.") + "..."
+
+
 def weights_error(what: str, weights: str, exc: BaseException) -> UsageError:
     """The one message for weights that could not be loaded (offline machine, gated model,
     wrong id): names the model and its weights, the cause, and the ways out."""
     return UsageError(
         what,
         weights,
-        f"weights could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); on an offline "
-        "machine, download them into the Hugging Face cache first (HF_HOME); gated models need "
-        "HF_TOKEN; or use the tiny profile",
+        f"weights could not be loaded ({type(exc).__name__}: {shorten(str(exc))}); on an "
+        "offline machine, download them into the Hugging Face cache first (HF_HOME); gated "
+        "models need HF_TOKEN; or use the tiny profile",
     )

@@ -153,3 +153,94 @@ def test_each_judge_file_keeps_its_own_reference(bench_root, tmp_path):
     }
     assert overall["a-audit"]["agreement"] == 1.0
     assert overall["z-plain"]["agreement"] == pytest.approx(10 / 12)  # 2 samples not accepted
+
+
+def test_judge_says_when_the_runs_share_samples_but_neither_decided_the_check(bench_root, tmp_path):
+    from autocomp.audit.judge import judge_stage
+    from autocomp.errors import UsageError
+
+    bench = pq.read_table(bench_root / "benchmark.parquet").to_pylist()
+    every = {b["sample_id"] for b in bench}  # objects fails everywhere: attributes skipped
+    ours = _verdicts(tmp_path / "ours", bench, every, "gemma")
+    theirs = _verdicts(tmp_path / "theirs", bench, every, "qwen-big")
+    with pytest.raises(UsageError, match="share 12 samples, but on none of them did both"):
+        judge_stage([ours, theirs], tmp_path / "judges", check="attributes")
+    other = _verdicts(tmp_path / "other", [{**b, "sample_id": "x" + b["sample_id"]}
+                                           for b in bench], set(), "qwen")  # fmt: skip
+    with pytest.raises(UsageError, match="share no sample"):
+        judge_stage([ours, other], tmp_path / "judges", check="attributes")
+    # some decided: the others are counted as undecided, not as "only in" one run
+    half = _verdicts(tmp_path / "half", bench, set(sorted(every)[:6]), "qwen-half")
+    done = judge_stage([half, _verdicts(tmp_path / "none", bench, set(), "q")],
+                       tmp_path / "judges", check="attributes")  # fmt: skip
+    assert done["samples"] == 6 and done["undecided"] == 6
+    assert done["only_in_reference"] == done["only_in_second"] == 0
+
+
+def _human_rows(bench, answered):
+    """Every annotator right on Swap, V1 and V2 right on Confusion, V3 wrong; validity yes
+    throughout; V3 answered only the samples in `answered`."""
+    rows = []
+    for b in bench:
+        for annotator in ("V1", "V2", "V3"):
+            if annotator == "V3" and b["sample_id"] not in answered:
+                continue
+            wrong = b["confusion_negatives"][0]
+            rows += [
+                (annotator, b["sample_id"], "swap", b["caption"]),
+                (annotator, b["sample_id"], "confusion", wrong if annotator == "V3" else
+                 b["caption"]),
+                (annotator, b["sample_id"], "valid", "yes"),
+            ]  # fmt: skip
+    return rows
+
+
+def test_tables_11_20_21_in_the_papers_layout_say_why_kappa_is_undefined(bench_root, tmp_path):
+    from autocomp.analysis.report import report_stage
+    from autocomp.audit.judge import judge_stage
+
+    bench = pq.read_table(bench_root / "benchmark.parquet").to_pylist()
+    run = write_run(bench_root, tmp_path / "run")
+    answered = {b["sample_id"] for b in bench if b["family"] == "color"}
+    (run / "human").mkdir()
+    for name in ("V1", "V2", "V3"):
+        lines = ["annotator,sample_id,task,answer"] + [
+            ",".join(f'"{v}"' for v in r) for r in _human_rows(bench, answered) if r[0] == name
+        ]
+        (run / "human" / f"{name}.csv").write_text("\n".join(lines) + "\n")
+    total = 3 * len(bench)
+    (run / "human" / "audit.json").write_text(json.dumps({"answers": {
+        "V1": {"answered": total, "open": 0}, "V2": {"answered": total, "open": 0},
+        "V3": {"answered": 3 * len(answered), "open": total - 3 * len(answered)}}}))  # fmt: skip
+    ours, theirs = judge_folders(bench_root, tmp_path)
+    judge_stage([ours, theirs], run / "judges")
+    done = report_stage(run, tmp_path / "report")
+    assert {"paper_table11_concordance", "paper_table11_accuracy", "paper_table20",
+            "paper_table21_qwen-big"} <= set(done["paper"])  # fmt: skip
+    tables = tmp_path / "report" / "tables"
+    with (tables / "paper_table11_accuracy.csv").open() as f:
+        t11 = {r["Condition, N"]: r for r in csv.DictReader(f)}
+    assert list(t11) == ["Min, N=2", "Ctx, N=2"]
+    assert t11["Min, N=2"]["color Swap"] == "100.0"
+    assert t11["Min, N=2"]["color Conf."] == "66.7"  # V3 wrong on its 3 Minimal color items
+    with (tables / "paper_table20.csv").open() as f:
+        t20 = list(csv.DictReader(f))
+    color = next(r for r in t20 if r["group"] == "color" and r["N, condition"] == "N=2 Minimal")
+    assert color["Swap accuracy V1"] == "3/3" and color["Confusion accuracy V3"] == "0/3"
+    position = next(r for r in t20 if r["group"] == "position")
+    assert position["Swap accuracy V3"] == "–"  # V3 answered no position item
+    with (tables / "paper_table21_qwen-big.csv").open() as f:
+        t21 = list(csv.DictReader(f))
+    assert [(r["group"], r["Family, N"]) for r in t21] == [
+        ("color", "N=2"), ("position", "N=2"), ("Overall", "all")]  # fmt: skip
+    assert t21[-1]["Agreement (%)"] == "83.3" and t21[-1]["kappa"] == "0.40"
+    # Fleiss' kappa: undefined where every answer agrees, with the reason; "all" rows n null
+    kappa = pq.read_table(tables / "human_agreement.parquet").to_pylist()
+    valid = next(r for r in kappa if r["task"] == "valid" and r["family"] == "all")
+    assert valid["n"] is None and math.isnan(valid["fleiss_kappa"])
+    assert "every answer was 'yes'" in valid["kappa_undefined"]
+    swap_position = next(r for r in kappa if (r["task"], r["family"]) == ("swap", "position"))
+    assert "no item was answered by all 3 annotators" in swap_position["kappa_undefined"]
+    page = done["html"].read_text()
+    assert f"V3 answered {3 * len(answered)} of {total}" in page  # the incomplete study, stated
+    assert "kappa is 0/0" in page

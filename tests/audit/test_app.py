@@ -159,13 +159,22 @@ def test_cli_collect_and_serve_refuse_bad_input(study, tmp_path, capsys):
     assert "autocomp audit export" in capsys.readouterr().err
     assert main(["audit", "serve", str(study), "--port", "0"]) == 2
     Study(study).answer("V2", 0, 0)
-    assert main(["audit", "collect", str(study), "--out", str(tmp_path / "human")]) == 0
-    assert "V2: 1 answered" in capsys.readouterr().out
+    collect = ["audit", "collect", str(study), "--out", str(tmp_path / "human")]
+    assert main(collect) == 2  # annotators at work: refused, nothing written
+    err = capsys.readouterr().err
+    total = len(Study(study).items["V2"])
+    assert f"V1 0 of {total}" in err and f"V2 1 of {total}" in err and "--partial" in err
+    assert not (tmp_path / "human").exists()
+    assert main([*collect, "--partial"]) == 0
+    printed = capsys.readouterr()
+    assert f"V2: 1 of {total} answered (choice 1 of " in printed.out
+    assert f"{total - 1} open" in printed.out and "incomplete study" in printed.err
     rows = (tmp_path / "human" / "V2.csv").read_text().splitlines()
     assert rows[0] == "annotator,sample_id,task,answer" and len(rows) == 2
     assert (tmp_path / "human" / "V1.csv").read_text().splitlines() == rows[:1]
     record = json.loads((tmp_path / "human" / "audit.json").read_text())
     assert record["config"]["seed"] == 7 and record["autocomp_version"]
+    assert record["complete"] is False and record["answers"]["V2"]["answered"] == 1
 
 
 def test_answers_survive_a_killed_server(study, tmp_path):
@@ -216,3 +225,34 @@ def test_answers_survive_a_killed_server(study, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_organiser_sees_each_annotators_progress(server, study):
+    from autocomp.audit.app import progress_link
+
+    Study(study).answer("V2", 0, 0)
+    Study(study).answer("V2", 1, 0)
+    link = progress_link(study, "127.0.0.1", 0)
+    path = link.split(":0", 1)[1]
+    status, _, page = request(server, "GET", path)
+    assert status == 200
+    total = len(Study(study).items["V2"])
+    text = page.decode()
+    assert f"<td>V2</td><td>2 of {total}</td>" in text and f"{total - 2} open" in text
+    assert f"<td>V1</td><td>0 of {total}</td>" in text
+    token = tokens(study)["V1"]
+    for wrong in ("/progress/" + "0" * 32 + "/", f"/progress/{token}/", "/progress/"):
+        assert request(server, "GET", wrong)[0] == 404  # an annotator's token is not enough
+
+
+def test_serve_prints_every_link_the_progress_page_and_how_to_stop(study, monkeypatch, capsys):
+    import autocomp.audit.app as app
+    from autocomp.cli.main import main
+
+    monkeypatch.setattr(app, "serve", lambda *a, **k: None)
+    assert main(["audit", "serve", str(study), "--port", "8999"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    for name, token in tokens(study).items():
+        assert f"{name}: http://127.0.0.1:8999/a/{token}/" in out
+    assert f"progress (organiser): {app.progress_link(study, '127.0.0.1', 8999)}" in out
+    assert any("Stop with Ctrl+C" in line for line in out)

@@ -134,8 +134,14 @@ def test_cli_export_and_bad_input(bench_root, tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path / "s"), "--concepts", "4"]) == 2  # exists
     assert "already exists" in capsys.readouterr().err
     assert main([*args, "--out", str(tmp_path / "t"), "--concepts", "5"]) == 2
-    assert "4 concept(s)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "4 usable concept(s)" in err and "both accepted" in err and "--include-rejected" in err
     assert main([*args, "--out", str(tmp_path / "t"), "--concepts", "6", "--include-rejected"]) == 0
+    out = capsys.readouterr().out
+    assert "images of 6 concepts, accepted or not" in out and "accepted images" not in out
+    assert main([*args, "--out", str(tmp_path / "v"), "--concepts", "7", "--include-rejected"]) == 2
+    err = capsys.readouterr().err  # the wording of --include-rejected: no "accepted" claim
+    assert "both present, accepted or not" in err and "(or --include-rejected" not in err
     assert main([*args, "--out", str(tmp_path / "u"), "--annotators", "0"]) == 2
     assert not (tmp_path / "u").exists()
 
@@ -157,7 +163,7 @@ def test_image_paths_must_stay_inside_the_root(bench_root, tmp_path):
 def test_export_from_a_published_benchmark(published, tmp_path):
     """The demo's format: images embedded in data/*.parquet; its rejected samples can be drawn
     for the choice items only when asked."""
-    with pytest.raises(UsageError, match="4 concept"):
+    with pytest.raises(UsageError, match="4 usable concept"):
         export_study(published, tmp_path / "a", AuditConfig(concepts=6), None)
     config = AuditConfig(concepts=6, annotators=2, include_rejected=True)
     export_study(published, tmp_path / "s", config, None)

@@ -148,3 +148,113 @@ def sugarcrepe(tmp_path) -> tuple[Path, Path]:
             Image.new("RGB", (8, 8), (i * 50, 10, 10)).save(buffer, "JPEG")
             (images / item["filename"]).write_bytes(buffer.getvalue())
     return source, images
+
+
+# ----------------------------------------------------------------------------- the release's layouts
+# As github.com/iclrautocomp/AutoComp-Code reads and writes them (evaluation/hf_benchmarks.py,
+# evaluation/evaluate_all_models.py, generation/generate_captions.py, generate_images.py).
+
+
+def webp(seed: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (seed * 53 % 256, 40, seed * 29 % 256)).save(buffer, "WEBP")
+    return buffer.getvalue()
+
+
+# evaluate_all_models.py's BENCHMARK_CONFIGS: (hub repo, task_type, N, sources)
+HUB_REPOS = [
+    (f"AutoComp/AutoComp-{kind}-N{n}-{t[0].upper()}", t, n, sources)
+    for kind, sources in (("Minimal", ["minimal"]), ("Contextual", ["contextual"]),
+                          ("Paired", ["minimal", "contextual"]))
+    for t in ("color", "position")
+    for n in (2, 3)
+]  # fmt: skip
+
+# (objects, labels, handmade caption, llm caption) per (task_type, N), as the scripts write them
+HUB_ROWS = {
+    ("color", 2): [
+        (["Cookies", "Frame"], ["brown", "gold"],
+         "a brown cookies, and a gold frame on a white background.",
+         "Some brown cookies are piled next to a gold frame."),
+        (["Chair", "Cup"], ["red", "blue"],
+         "a red chair, and a blue cup on a white background.",
+         "A red chair stands beside a blue cup in a sunny kitchen."),
+    ],
+    ("color", 3): [
+        (["Bottle", "Hat", "Book"], ["red", "blue", "green"],
+         "a red bottle, a blue hat, and a green book on a white background.",
+         "A red bottle, a blue hat and a green book lie on a table."),
+    ],
+    ("position", 2): [
+        (["Clock", "Couch"], ["below"],
+         "A clock is below a couch on a white background.",
+         "An old clock sits below a leather couch in the attic."),
+    ],
+    ("position", 3): [
+        (["Chair", "Desk", "Lamp"], ["above", "to the left of"],
+         "A chair is above a desk, which is to the left of a lamp on a white background.",
+         "A chair hangs above a desk, which stands to the left of a lamp in the office."),
+    ],
+}  # fmt: skip
+
+
+def hub_repo(root: Path, repo: str, task_type: str, n: int, sources: list[str]) -> Path:
+    """A snapshot download of one hub repo: <root>/<name>/data/train-00000-of-00001.parquet, its
+    images as datasets Image structs; Paired repos with handmade_* / llm_*, the others with
+    caption / image."""
+    labels = "colors" if task_type == "color" else "relations"
+    columns: dict[str, list] = {"num_objects": [], "objects": [], labels: []}
+    for i, (objects, attrs, handmade, llm) in enumerate(HUB_ROWS[(task_type, n)]):
+        columns["num_objects"].append(n)
+        columns["objects"].append(objects)
+        columns[labels].append(attrs)
+        texts = {"minimal": handmade, "contextual": llm}
+        for source in sources:
+            kind = "handmade" if source == "minimal" else "llm"
+            prefix = kind if len(sources) == 2 else ""
+            caption, image = (f"{prefix}_caption", f"{prefix}_image") if prefix else SINGLE
+            image_name = f"concept_{i + 1:05d}_{kind}.webp"
+            columns.setdefault(caption, []).append(texts[source])
+            columns.setdefault(image, []).append({"bytes": webp(2 * i + (kind == "llm")),
+                                                  "path": image_name})  # fmt: skip
+    types = {"num_objects": pa.int64(), "objects": pa.list_(pa.string()),
+             labels: pa.list_(pa.string())}  # fmt: skip
+    schema = pa.schema(
+        [(c, types.get(c, IMAGE if c.endswith("image") else pa.string())) for c in columns]
+    )
+    folder = root / repo.split("/")[1] / "data"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pydict(columns, schema), folder / "train-00000-of-00001.parquet")
+    return folder.parent
+
+
+SINGLE = ("caption", "image")
+
+# generate_captions.py's JSON (then kept by the filtering/ scripts): one task type per file
+JSON_ITEMS = [
+    {"id": 1, "task_type": "color", "num_objects": 2, "objects": ["Cookies", "Frame"],
+     "attributes": ["brown", "gold"],
+     "handmade_caption": "a brown cookies, and a gold frame on a white background.",
+     "llm_caption": "Some brown cookies are piled next to a gold frame."},
+    {"id": 2, "task_type": "color", "num_objects": 2, "objects": ["Sneakers", "Cup"],
+     "attributes": ["red", "blue"],
+     "handmade_caption": "a pair of red sneakers, and a blue cup on a white background.",
+     "llm_caption": "A pair of red sneakers sits next to a blue cup on the floor."},
+    {"id": 4, "task_type": "color", "num_objects": 2, "objects": ["Bowl", "Pen"],
+     "attributes": ["grey", "orange"],
+     "handmade_caption": "a grey bowl, and an orange pen on a white background.",
+     "llm_caption": "A grey bowl holds an orange pen on a desk."},
+]  # fmt: skip
+
+
+def json_release(root: Path, items: list[dict] = JSON_ITEMS) -> tuple[Path, Path]:
+    """(the captions JSON, generate_images.py's --output_dir with handmade/ and llm/)."""
+    source = root / "fully_validated_data.json"
+    source.write_text(json.dumps(items, indent=2))
+    images = root / "generated"
+    for item in items:
+        for k, kind in enumerate(("handmade", "llm")):
+            path = images / kind / f"concept_{item['id']:05d}_{kind}.webp"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(webp(2 * item["id"] + k))
+    return source, images

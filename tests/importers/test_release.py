@@ -1,5 +1,6 @@
-"""The Auto-Comp release importer: mapping, the unmapped report, pairing, candidate sets rebuilt
-by our own negatives stage, embedded images, and the folder layout `datasets` and `fetch` read."""
+"""The Auto-Comp release importer: mapping, the unmapped report, pairing, candidate sets built as
+our own negatives stage builds them, embedded images, and the folder layout `datasets` and
+`fetch` read. (tests/importers/test_release_layouts.py: every layout of the release's scripts.)"""
 
 from __future__ import annotations
 
@@ -70,13 +71,11 @@ def test_rows_carry_our_names_and_pair_like_curate(color_out):
     assert cookies["objects"] == ["cookie", "picture frame"]
     assert cookies["attributes"] == ["brown", "gold"]
     assert cookies["release_caption"] == COLOR_ROWS[1][3]
+    assert cookies["caption"] == COLOR_ROWS[1][3]  # kept as written: "brown cookies"
     assert (
-        cookies["caption"]
-        == "A plate of brown cookie rests under a gold picture frame on the wall."
+        by_row[(7, "minimal")]["caption"] == "a grey bowl, and an orange pen on a white background."
     )
-    assert (
-        by_row[(7, "minimal")]["caption"] == "a gray bowl, and an orange pen on a white background."
-    )
+    assert by_row[(7, "minimal")]["attributes"] == ["gray", "orange"]
     assert by_row[(1, "minimal")]["concept_id"] == cookies["concept_id"]
     assert all(r["paired"] == (r["release_row"] != 4) for r in rows)
     assert sorted(set(table["condition"].to_pylist())) == ["contextual", "minimal"]
@@ -85,17 +84,25 @@ def test_rows_carry_our_names_and_pair_like_curate(color_out):
 def test_candidate_sets_are_what_our_negatives_stage_builds(color_out, tmp_path):
     out, _ = color_out
     table = _rows(out)
-    concepts = table.select(["concept_id", "family", "n", "objects", "attributes"]).append_column(
-        "caption", table["source_caption"]
+    # rows whose captions write our own names: exactly our negatives stage's sets
+    ours = pa.array([r in (0, 4, 6) for r in table["release_row"].to_pylist()])
+    same = table.filter(ours)
+    concepts = same.select(["concept_id", "family", "n", "objects", "attributes"]).append_column(
+        "caption", same["source_caption"]
     )
     pq.write_table(concepts, tmp_path / "concepts.parquet")
     negatives_stage(
         tmp_path / "concepts.parquet", tmp_path / "ours.parquet", NegativesConfig(workers=1)
     )
-    ours = pq.read_table(tmp_path / "ours.parquet")
+    built = pq.read_table(tmp_path / "ours.parquet")
     for column in ("caption", "swap_negatives", "swap_in_confusion", "swap_same_scene",
                    "confusion_negatives", "confusion_same_scene", "confusion_arrangements"):  # fmt: skip
-        assert table[column].to_pylist() == ours[column].to_pylist(), column
+        assert same[column].to_pylist() == built[column].to_pylist(), column
+    # the others: the caption's own words in the same holes
+    cookies = next(
+        r for r in table.to_pylist() if (r["release_row"], r["condition"]) == (1, "minimal")
+    )
+    assert cookies["swap_negatives"] == ["a gold cookies, and a brown frame on a white background."]
     for r in table.to_pylist():
         n = r["n"]
         swap, confusion = expected_counts(False, n)
@@ -161,8 +168,8 @@ def test_position_release_from_a_parquet_folder(position_release, tmp_path):
         r for r in table.to_pylist() if r["release_row"] == 1 and r["condition"] == "minimal"
     )
     assert clock["attributes"] == ["under"]
-    assert clock["caption"] == "A clock is under a couch on a white background."
-    assert clock["swap_negatives"] == ["A couch is under a clock on a white background."]
+    assert clock["caption"] == "A clock is below a couch on a white background."
+    assert clock["swap_negatives"] == ["A couch is below a clock on a white background."]
 
 
 def test_a_datasets_save_to_disk_folder_with_image_files(tmp_path):
@@ -211,7 +218,7 @@ def test_the_folder_is_replaced_only_with_force_and_never_half_written(color_rel
     pq.write_table(
         table.set_column(table.schema.get_field_index("llm_image"), "llm_image", bad), broken
     )
-    with pytest.raises(UsageError, match="x.png"):
+    with pytest.raises(UsageError, match="x.png does not decode"):
         import_benchmark("autocomp-release", broken, out, config=ImportConfig(force=True))
     assert sorted(p.name for p in (out / "data").iterdir()) == before  # the old folder stays
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

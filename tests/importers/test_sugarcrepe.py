@@ -85,3 +85,40 @@ def test_bad_files_are_refused(sugarcrepe, tmp_path, body, words):
     with pytest.raises(UsageError, match=words):
         import_benchmark("sugarcrepe", source / "bad.json", tmp_path / "out", images)
     assert not (tmp_path / "out").exists()
+
+
+def test_repeated_ids_empty_captions_and_undecodable_images_are_counted(sugarcrepe, tmp_path):
+    source, images = sugarcrepe
+
+    def item(caption: str, negative: str, filename: str = "000000000139.jpg") -> str:
+        return json.dumps({"filename": filename, "caption": caption, "negative_caption": negative})
+
+    body = (
+        f'{{"0": {item("A red bus.", "A blue bus.")}, "0": {item("Another bus.", "No bus.")}, '
+        f'"1": {item("", "A bus.")}, "2": {item("A bus.", " ")}, "3": {item("A", "B", "cut.jpg")}}}'
+    )
+    (source / "replace_att.json").write_text(body)
+    whole = (images / "000000000139.jpg").read_bytes()
+    (images / "cut.jpg").write_bytes(whole[: len(whole) // 2])  # header fine, data cut
+    with pytest.raises(UsageError, match="cut.jpg.*does not decode.*--skip-missing"):
+        import_benchmark("sugarcrepe", source / "replace_att.json", tmp_path / "out", images)
+    config = ImportConfig(skip_missing=True)
+    report = import_benchmark("sugarcrepe", source / "replace_att.json", tmp_path / "out",
+                              images, config)  # fmt: skip
+    assert report["samples"] == 1 and report["items"] == 5
+    assert report["samples_dropped"] == {
+        "replace_att: duplicate id (an earlier item has it)": 1,
+        "replace_att: empty caption": 1,
+        "replace_att: empty negative caption": 1,
+        "replace_att: image does not decode": 1,
+    }
+    rows = pq.read_table(tmp_path / "out" / "data").to_pylist()
+    assert [r["caption"] for r in rows] == ["A red bus."]  # the first of the repeated id
+    assert json.loads((tmp_path / "out" / "import_report.json").read_text()) == report
+
+
+def test_json_nested_too_deeply_is_refused(sugarcrepe, tmp_path):
+    source, images = sugarcrepe
+    (source / "deep.json").write_text('{"0": ' + "[" * 100000 + "]" * 100000 + "}")
+    with pytest.raises(UsageError, match="nested too deeply"):
+        import_benchmark("sugarcrepe", source / "deep.json", tmp_path / "out", images)

@@ -186,3 +186,5 @@ def test_demo_runs_every_family(tmp_path, capsys):
         assert family in out
     assert "50.0/6.3" in out and "16.7/0.14" in out and "16.7/0.93" in out
     assert len(list(tmp_path.glob("benchmark_*.parquet"))) == 10
+    assert "vary 18/" not in out and "sanity 18 attr / " in out  # labelled, and explained:
+    assert "N=1 has no Swap or Confusion set" in out and "18 other attributes" in out

@@ -57,10 +57,12 @@ def test_options_hold_the_positive_once_and_distinct_negatives_in_a_seeded_order
     other = choice.draw_options(confusion, 49, 1, item.sample_id, "confusion")
     assert other != shown and other.count(0) == 1
     assert shown != sorted(shown)  # shuffled, not listed positive-first
-    # the prompt lists every option once, numbered in the order shown
-    text = choice.prompt([item.candidates[c] for c in shown])
+    # the prompt lists every option once, after its ID, in the order shown
+    again, ids = choice.draw(confusion, 49, 0, item.sample_id, "confusion")
+    assert again == shown and sorted(ids) == choice.ids(50) and ids != choice.ids(50)
+    text = choice.prompt([item.candidates[c] for c in shown], ids)
     lines = [line for line in text.splitlines() if line.startswith("(")]
-    assert lines == [f"({k + 1}) {item.candidates[c]}" for k, c in enumerate(shown)]
+    assert lines == [f"{i} {item.candidates[c]}" for i, c in zip(ids, shown)]
     assert sum(line.endswith(f") {item.candidates[0]}") for line in lines) == 1
     assert "50 captions" in text
     # a set smaller than the count is shown whole: Swap at N=3 is N! - 1 = 5 negatives
@@ -68,10 +70,12 @@ def test_options_hold_the_positive_once_and_distinct_negatives_in_a_seeded_order
     assert sorted(swap) == sorted([0, *item.sets["swap"]])
 
 
-def test_labels_are_complete_answers():
-    labels = [choice.label(k) for k in range(50)]
-    assert labels[0] == "(1)" and labels[11] == "(12)" and len(set(labels)) == 50
-    assert not any(a != b and b.startswith(a) for a in labels for b in labels)  # prefix-free
+def test_ids_are_complete_answers_of_one_width():
+    ids = choice.ids(50)
+    assert ids[0] == "(01)" and ids[11] == "(12)" and len(set(ids)) == 50
+    assert {len(i) for i in ids} == {4} and choice.ids(9)[0] == "(1)"
+    assert choice.ids(100)[0] == "(001)"
+    assert not any(a != b and b.startswith(a) for a in ids for b in ids)  # prefix-free
 
 
 def test_a_recorded_seed_redraws_the_same_options():
@@ -214,15 +218,18 @@ def test_blind_choice_records_its_options_and_reads_the_best_label(tmp_path):
     assert rows[("confusion", "paper")]["chance"] == pytest.approx(1 / 6)
     assert rows[("swap", "paper")]["chance"] == pytest.approx(1 / 2)
     record = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert record["blind"] == "choice" and record["choice"] == {"negatives": 5, "seed": 3}
+    asked = {"negatives": 5, "seed": 3, "rule": choice.RULE}
+    assert record["blind"] == "choice" and record["choice"] == asked
     for folder in ("scores", "predictions"):
         meta = read_metadata(tmp_path / "run" / folder / "part-00000.parquet")
-        assert meta["blind"] == "choice" and meta["choice"] == {"negatives": 5, "seed": 3}
+        assert meta["blind"] == "choice" and meta["choice"] == asked
     # the label scores are what the scorer gives the prompt the options make
     first = next(p for p in predictions if p["set"] == "confusion" and p["protocol"] == "paper")
     item = next(it for it in bench if it.sample_id == first["sample_id"])
-    text = choice.prompt([item.candidates[c] for c in choice.read_options(first["options"])])
-    again = factory().score([ScoreRequest(None, choice.label(k), text) for k in range(6)], {})
+    shown, ids = choice.draw(item.sets["confusion"], 5, 3, item.sample_id, "confusion")
+    assert shown == choice.read_options(first["options"])
+    text = choice.prompt([item.candidates[c] for c in shown], ids)
+    again = factory().score([ScoreRequest(None, i, text) for i in ids], {})
     mine = sorted((s for s in scores if s["sample_id"] == first["sample_id"]
                    and s["set"] == "confusion" and s["protocol"] == "paper"),
                   key=lambda s: s["option"])  # fmt: skip

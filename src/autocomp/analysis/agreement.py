@@ -40,6 +40,24 @@ def fleiss_kappa(ratings: Sequence[Sequence[str]]) -> float:
     return (observed - expected) / (1 - expected)
 
 
+def kappa_undefined(ratings: Sequence[Sequence[str]], raters: int, dropped: int = 0) -> str:
+    """Why Fleiss' kappa of these items is undefined ("" when it is defined)."""
+    if raters < 2:
+        return "one annotator: agreement needs two or more"
+    if not ratings:
+        return (
+            f"no item was answered by all {raters} annotators ({dropped} answered by some: "
+            "the study is incomplete)"
+        )
+    said = {c for item in ratings for c in item}
+    if len(said) == 1:
+        return (
+            f"every answer was {next(iter(said))!r}: chance agreement is 1, so kappa is 0/0 "
+            "(unanimous counts the agreement)"
+        )
+    return ""
+
+
 def _cells(benchmark: pa.Table) -> dict[str, tuple]:
     return {
         r["sample_id"]: (r["family"], r["n"], r["condition"])
@@ -48,10 +66,11 @@ def _cells(benchmark: pa.Table) -> dict[str, tuple]:
 
 
 def human_agreement(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
-    """Fleiss' kappa per task x family x N x condition (and per task overall) on the items that
-    every annotator of the study answered; `items_dropped` counts the others. Categories: yes /
-    no for validity; right / wrong for Swap and Confusion (their options differ from item to
-    item, so the chosen caption itself is no category shared across items)."""
+    """Fleiss' kappa per task x family x N x condition (and per task overall: family and
+    condition "all", n null) on the items that every annotator of the study answered;
+    `items_dropped` counts the others; `kappa_undefined` says why a kappa is undefined (NaN).
+    Categories: yes / no for validity; right / wrong for Swap and Confusion (their options differ
+    from item to item, so the chosen caption itself is no category shared across items)."""
     cells = _cells(benchmark)
     captions = dict(zip(benchmark.column("sample_id").to_pylist(),
                         benchmark.column("caption").to_pylist()))  # fmt: skip
@@ -69,14 +88,14 @@ def human_agreement(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table
     groups: dict[tuple, list[list[str]]] = defaultdict(list)
     dropped: Counter = Counter()
     for (task, sample), said in sorted(answers.items()):
-        keys = [(task, *cells[sample]), (task, "all", 0, "all")]
+        keys = [(task, *cells[sample]), (task, "all", None, "all")]
         if len(said) < len(annotators):
             dropped.update(keys)
             continue
         for key in keys:
             groups[key].append([said[a] for a in annotators])
     out = []
-    for key in sorted(set(groups) | set(dropped), key=str):
+    for key in sorted(set(groups) | set(dropped), key=lambda k: (k[1] == "all", str(k))):
         items = groups.get(key, [])
         agree = sum(len(set(i)) == 1 for i in items) / len(items) if items else float("nan")
         out.append({
@@ -84,11 +103,12 @@ def human_agreement(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table
             "annotators": len(annotators), "items": len(items), "items_dropped": dropped[key],
             "unanimous": agree,
             "fleiss_kappa": fleiss_kappa(items) if items else float("nan"),
+            "kappa_undefined": kappa_undefined(items, len(annotators), dropped[key]),
         })  # fmt: skip
     return rows_table(
         out,
         ["task", "family", "n", "condition", "annotators", "items", "items_dropped", "unanimous",
-         "fleiss_kappa"],
+         "fleiss_kappa", "kappa_undefined"],
     )  # fmt: skip
 
 

@@ -102,7 +102,7 @@ SECTIONS = [
         "human",
         "Human validation (Tables 11, 20)",
         "Concordance between annotators and the automated verdicts; human Swap / Confusion "
-        "accuracy.",
+        "accuracy (the long table of Table 11; the paper's layout is with the paper tables).",
     ),
     (
         "human_per_annotator",
@@ -114,7 +114,9 @@ SECTIONS = [
         "human_agreement",
         "Inter-annotator agreement (Fleiss' kappa)",
         "Items every annotator answered; categories yes/no (validity) and right/wrong (Swap, "
-        "Confusion); unanimous = share of items with one answer throughout.",
+        "Confusion); unanimous = share of items with one answer throughout; kappa_undefined "
+        "says why a kappa is – (one annotator, no item every annotator answered, or one answer "
+        "throughout); family / condition all, n – : the task over every cell.",
     ),
     ("table8", "Confusion fine-tuning (Table 8)", TABLE8_NOTE),
     ("finetune_deltas", "Fine-tuned vs pretrained (Table 8)", DELTAS_NOTE),
@@ -270,7 +272,9 @@ def render_html(
     for key in sorted(k for k in tables if k.startswith("judge_agreement_")):
         sections.append(
             f'<h2 id="{escape(key, "id")}">Agreement with judge {escape(key[16:])} (Table 21)</h2>'
-            f"<p class=note>a = this run's verdicts, b = the other judge; Cohen's kappa.</p>"
+            f"<p class=note>a = this run's verdicts, b = the other judge; Cohen's kappa "
+            "(kappa_undefined: why it is –); condition all: both conditions; family all, n –: "
+            "every sample.</p>"
             f"{html_table(tables[key])}"
         )
     return f"""<!DOCTYPE html>

@@ -76,6 +76,7 @@ def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
         "meta": source.metadata,
         **{k: pq.read_table(v) if v.is_file() else None for k, v in optional.items()},
         "human": _read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
+        "human_progress": _human_progress(run / "human" / "audit.json"),
         "judges": {
             p.stem: _read_csvs([p], JUDGE_COLUMNS) for p in sorted((run / "judges").glob("*.csv"))
         },
@@ -114,15 +115,25 @@ def _read_csvs(paths: list[Path], columns: tuple[str, ...]) -> list[dict[str, st
     return rows
 
 
-def _run_record(path: Path) -> dict[str, Any]:
+def _human_progress(path: Path) -> dict[str, Any] | None:
+    """Answered and open items per annotator, as `audit collect` recorded them (None: no
+    record, as for annotation CSVs made some other way)."""
+    if not path.is_file():
+        return None
+    record = _run_record(path, "run `autocomp audit collect` again")
+    answers = record.get("answers")
+    return answers if isinstance(answers, dict) else None
+
+
+def _run_record(
+    path: Path, fix: str = "re-run `autocomp score` into a new folder"
+) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise UsageError(
-            "--run", str(path), "is not valid JSON; re-run `autocomp score` into a new folder"
-        ) from None
+        raise UsageError("--run", str(path), f"is not valid JSON; {fix}") from None
     if not isinstance(record, dict):
         raise UsageError("--run", str(path), "must hold a JSON object")
     return record

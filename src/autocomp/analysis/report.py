@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from autocomp.analysis import agreement, draw
 from autocomp.analysis import statistics as analysis
+from autocomp.analysis.audit_tables import audit_tables, progress_caveats
 from autocomp.analysis.finetune_tables import finetune_tables
 from autocomp.analysis.html import SECTIONS, render_html
 from autocomp.analysis.latex import to_latex, wide_to_latex
@@ -175,6 +176,9 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
             }
             tables[f"judge_agreement_{name}"] = analysis.judge_agreement(reference, theirs, cells)
     data["notes"], data["caveats"] = table_notes(tables, scope, kinds, data["concepts"] is None)
+    for key in ("human", "human_per_annotator", "human_agreement"):
+        if key in tables:
+            data["caveats"][key] = progress_caveats(data.get("human_progress"))
     return tables
 
 
@@ -279,6 +283,7 @@ def _write_report(
     funnel = tables.get("survival_funnel")
     funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()
     wide, omitted = paper_tables(tables, data["layout"], data["scope"], funnel_caveats)
+    wide += audit_tables(tables, data["layout"], data.get("human_progress"))
     plots, plot_notes = report_plots(tables, data["layout"], data["scope"])
     # everything is written into a staging folder first, then swapped in: a failed report leaves
     # the previous one whole, and a new report never keeps an older report's extra files

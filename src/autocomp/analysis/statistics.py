@@ -455,20 +455,28 @@ def caption_diversity(benchmark: pa.Table, families: Iterable[str] | None = None
 
 def judge_agreement(a: dict[str, bool], b: dict[str, bool], keys: dict[str, tuple]) -> pa.Table:
     """Two judges' pass/fail decisions on the same samples (sample -> passed), per cell given by
-    `keys` (sample -> (family, n, condition)): agreement, Cohen's kappa, directional split
-    (a passes & b fails, a fails & b passes), and overall."""
+    `keys` (sample -> (family, n, condition)), per family x N over both conditions (condition
+    "all": the rows of the paper's Table 21) and overall (family "all", n null): agreement,
+    Cohen's kappa (`kappa_undefined`: why it is undefined), directional split (a passes & b
+    fails, a fails & b passes)."""
     from sklearn.metrics import cohen_kappa_score
 
     cells: dict[tuple, list[str]] = defaultdict(list)
     for sample in sorted(set(a) & set(b)):
-        cells[keys[sample]].append(sample)
-        cells[("all", 0, "all")].append(sample)
+        family, n, condition = keys[sample]
+        cells[(family, n, condition)].append(sample)
+        cells[(family, n, "all")].append(sample)
+        cells[("all", None, "all")].append(sample)
     rows = []
-    for (family, n, condition), samples in sorted(cells.items(), key=lambda kv: str(kv[0])):
+    for (family, n, condition), samples in sorted(
+        cells.items(), key=lambda kv: (kv[0][0] == "all", str(kv[0]))
+    ):
         x = [a[s] for s in samples]
         y = [b[s] for s in samples]
         agree = sum(i == j for i, j in zip(x, y)) / len(samples)
-        kappa = float(cohen_kappa_score(x, y)) if len(set(x) | set(y)) > 1 else float("nan")
+        defined = len(set(x) | set(y)) > 1
+        kappa = float(cohen_kappa_score(x, y)) if defined else float("nan")
+        said = "pass" if x[0] else "fail"
         rows.append(
             {
                 "family": family,
@@ -477,23 +485,17 @@ def judge_agreement(a: dict[str, bool], b: dict[str, bool], keys: dict[str, tupl
                 "samples": len(samples),
                 "agreement": agree,
                 "kappa": kappa,
+                "kappa_undefined": ""
+                if defined
+                else f"both judges decided {said} on every "
+                "sample: chance agreement is 1, so kappa is 0/0",
                 "a_pass_b_fail": sum(i and not j for i, j in zip(x, y)) / len(samples),
                 "a_fail_b_pass": sum(j and not i for i, j in zip(x, y)) / len(samples),
             }
         )
-    return rows_table(
-        rows,
-        [
-            "family",
-            "n",
-            "condition",
-            "samples",
-            "agreement",
-            "kappa",
-            "a_pass_b_fail",
-            "a_fail_b_pass",
-        ],
-    )
+    columns = ["family", "n", "condition", "samples", "agreement", "kappa", "kappa_undefined",
+               "a_pass_b_fail", "a_fail_b_pass"]  # fmt: skip
+    return rows_table(rows, columns)
 
 
 ORDER_KEYS = ("family", "n", "condition", "set", "protocol", "score_type")

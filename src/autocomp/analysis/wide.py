@@ -32,11 +32,15 @@ class Cell:
     signed: bool = False  # a difference: printed with its sign (percentage points)
     chance: bool = False  # a chance baseline: two decimals under 1 %
     count: int | None = None  # a plain count instead of a fraction
+    of: int | None = None  # with count: out of how many ("49/50")
+    decimals: int | None = None  # a plain number (Cohen's kappa 0.92), not a percent
 
     @property
     def text(self) -> str:
         if self.count is not None:
-            return f"{self.count:,}"
+            return f"{self.count:,}" if self.of is None else f"{self.count:,}/{self.of:,}"
+        if self.decimals is not None:
+            return MISSING if _missing(self.value) else f"{self.value:.{self.decimals}f}"
         return percent(self.value, self.signed, self.chance)
 
     @property

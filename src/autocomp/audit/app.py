@@ -9,12 +9,16 @@ first unanswered item. Keyboard: digits choose an option (with more than 9 optio
 number and press Enter), y / n answer yes-no questions, the left arrow goes back. Works without
 scripts too (plain buttons). Every value from the study reaches the page through html.escape.
 Blinding: the validity questions (which show the positive caption) open only after every choice
-item is answered, and from then on the choice answers are locked.
+item is answered, and from then on the choice answers are locked. The organiser's page
+/progress/<token>/ (its token derived from the annotators', printed by `audit serve`) shows each
+annotator's counts only.
 """
 
 from __future__ import annotations
 
+import hmac
 import html
+import time
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -44,6 +48,7 @@ font-size:14px;background:#f6f6f6;border:1px solid #ccc;border-radius:3px;cursor
 button.option:hover{background:#e8f0fb}button.chosen{background:#cfe3ff;border-color:#1b6ca8}
 kbd{display:inline-block;min-width:1.6em;font-weight:bold;color:#1b6ca8}
 .hint{color:#666;font-size:12px}#typed{font-weight:bold}
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:2px 8px}
 .many{columns:2;column-gap:8px}.many button.option{font-size:12px;padding:2px 6px;
 break-inside:avoid}"""
 
@@ -239,6 +244,36 @@ def create_app(study_dir: str | Path) -> Starlette:
         )
         return _page("Study progress", body)
 
+    async def progress(request: Request) -> Response:
+        """The organiser's page: each annotator's progress, counts only (no item, answer or
+        sample is shown)."""
+        token = str(request.path_params.get("token", ""))
+        if not hmac.compare_digest(study.progress_token().encode(), token.encode()):
+            return _not_found()
+        rows = []
+        for name, p in study.progress().items():
+            journal = study.journal(name)
+            last = (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(journal.stat().st_mtime))
+                if journal.is_file()
+                else "–"
+            )
+            state = "done" if p["complete"] else f"{p['open']} open"
+            rows.append(
+                f"<tr><td>{esc(name)}</td><td>{p['answered']} of {p['items']}</td>"
+                f"<td>{p['choice_answered']} of {p['choice_items']}</td>"
+                f"<td>{p['valid_answered']} of {p['valid_items']}</td><td>{esc(state)}</td>"
+                f"<td>{esc(last)}</td></tr>"
+            )
+        body = (
+            "<h1>Study progress</h1><p class=hint>Refresh the page to update. Collect the "
+            "answers with <code>autocomp audit collect</code> once every annotator is done.</p>"
+            "<table id=progress><thead><tr><th>Annotator</th><th>Answered</th>"
+            "<th>Choice items</th><th>Validity questions</th><th>State</th><th>Last answer</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+        return _page("Study progress", body)
+
     async def asset(request: Request) -> Response:
         name = request.url.path
         text, kind = (JS, "text/javascript") if name == "/app.js" else (CSS, "text/css")
@@ -258,6 +293,8 @@ def create_app(study_dir: str | Path) -> Starlette:
         Route("/a/{token}/item/{item:int}", record, methods=["POST"]),
         Route("/a/{token}/image/{item:int}", image),
         Route("/a/{token}/done", done),
+        Route("/progress/{token}", progress),
+        Route("/progress/{token}/", progress),
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -278,6 +315,11 @@ def links(study_dir: str | Path, host: str, port: int) -> dict[str, str]:
         name: f"http://{host}:{port}/a/{record['token']}/"
         for name, record in study.annotators.items()
     }
+
+
+def progress_link(study_dir: str | Path, host: str, port: int) -> str:
+    """The organiser's progress page."""
+    return f"http://{host}:{port}/progress/{Study(study_dir).progress_token()}/"
 
 
 def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:

@@ -5,7 +5,12 @@ RUN/human/<annotator>.csv            annotator,sample_id,task,answer: `swap` / `
                                      of the image was answered yes (only images whose questions
                                      were all answered)
 RUN/human/questions/<annotator>.csv  annotator,sample_id,question,answer: each validity answer
-RUN/human/audit.json                 provenance: the study's config, seed, version and counts
+RUN/human/audit.json                 provenance: the study's config, seed, version, and per
+                                     annotator the items answered and open (`complete`: none open)
+
+A study with open items is refused unless `partial` (`audit collect --partial`): collecting
+while annotators are still at work would give a report computed on part of the study; with
+--partial it is collected, and the report states on every human table who answered how much.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import pyarrow.parquet as pq
 from autocomp.audit.config import KEY_FILE
 from autocomp.audit.study import Study
 from autocomp.errors import UsageError
-from autocomp.store.atomic import write_json, write_text
+from autocomp.store.atomic import sweep_stale, write_json, write_text
 from autocomp.store.tables import provenance
 
 
@@ -64,17 +69,40 @@ def collected_rows(study: Study) -> tuple[dict[str, list[list[str]]], dict[str, 
     return human, questions
 
 
-def collect_stage(study_dir: str | Path, out: str | Path) -> dict[str, Any]:
-    """Write the CSVs into `out` (RUN/human/); return answered and open items per annotator."""
+def progress_line(name: str, p: dict[str, Any]) -> str:
+    """ "V4: 5 of 36 answered (choice 5 of 24, validity 0 of 12), 31 open" """
+    blocks = f"choice {p['choice_answered']:,} of {p['choice_items']:,}, validity " + (
+        f"{p['valid_answered']:,} of {p['valid_items']:,}"
+    )
+    state = "complete" if p["complete"] else f"{p['open']:,} open"
+    return f"{name}: {p['answered']:,} of {p['items']:,} answered ({blocks}), {state}"
+
+
+def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False) -> dict[str, Any]:
+    """Write the CSVs into `out` (RUN/human/); return the progress per annotator. A study with
+    open items is refused (nothing written) unless `partial`: then what is answered is collected
+    and audit.json records the study as incomplete (the report says so on every human table)."""
     study = Study(study_dir)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError("--out", str(out), "is a file; give a folder (RUN/human/)")
     if not out.parent.is_dir():
         raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+    summary = study.progress()
+    waiting = [name for name, p in summary.items() if not p["complete"]]
+    if waiting and not partial:
+        said = "; ".join(
+            f"{n} {summary[n]['answered']:,} of {summary[n]['items']:,}" for n in waiting
+        )
+        raise UsageError(
+            "STUDY", str(study_dir), f"{len(waiting)} of {len(summary)} annotator(s) have open "
+            f"items ({said} answered); wait until they finish, or pass --partial to collect what "
+            "is answered (the report then marks the study incomplete)",
+        )  # fmt: skip
     (out / "questions").mkdir(parents=True, exist_ok=True)
+    for folder in (out, out / "questions"):
+        sweep_stale(folder)  # temporaries of a killed collect
     human, questions = collected_rows(study)
-    summary: dict[str, Any] = {}
     for name in study.items:
         _write_csv(out / f"{name}.csv", ["annotator", "sample_id", "task", "answer"], human[name])
         _write_csv(
@@ -82,8 +110,6 @@ def collect_stage(study_dir: str | Path, out: str | Path) -> dict[str, Any]:
             ["annotator", "sample_id", "question", "answer"],
             questions[name],
         )
-        answered = len(study.answers(name))
-        summary[name] = {"answered": answered, "open": len(study.items[name]) - answered}
     manifest = study.manifest
     document = provenance(
         "human_annotations",
@@ -91,6 +117,7 @@ def collect_stage(study_dir: str | Path, out: str | Path) -> dict[str, Any]:
         benchmark=manifest.get("benchmark"),
         study_made_by=manifest.get("autocomp_version"),
         answers=summary,
+        complete=not waiting,
     )
     write_json(out / "audit.json", document)
     return summary

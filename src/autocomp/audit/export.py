@@ -155,9 +155,11 @@ def draw(rows: list[dict[str, Any]], config: AuditConfig) -> tuple[list[dict], l
         rng.shuffle(members)
     available = sum(len(v) for v in cells.values())
     if available < config.concepts:
+        both = "present, accepted or not" if config.include_rejected else "accepted"
         raise UsageError(
-            "--concepts", config.concepts, f"this benchmark has {available} concept(s) whose "
-            "Minimal and Contextual samples were both accepted; ask for at most that many"
+            "--concepts", config.concepts, f"this benchmark has {available} usable concept(s) "
+            f"(Minimal and Contextual samples both {both}, each with a Swap negative and 2 or "
+            "more distinct Confusion negatives); ask for at most that many"
             + ("" if config.include_rejected else " (or --include-rejected for a demo)")
         )  # fmt: skip
     chosen = _round_robin(cells, config.concepts)
@@ -309,6 +311,7 @@ def export_study(
             "table": "audit_study",
             "annotators": annotators,
             "images": len(images),
+            "images_rejected": sum(not s.get("accepted", True) for s in images),
             "rejected_images": len(rejected),
             "concepts": config.concepts,
             "items": dict(counts),

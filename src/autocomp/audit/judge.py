@@ -61,12 +61,20 @@ def judge_stage(
         raise UsageError("--check", check, f"must be all or one of {', '.join(CHECKS)}")
     checks = CHECKS if check == "all" else (check,)
     ours, cells, our_config = decisions(verdicts[0], checks)
-    theirs, _, their_config = decisions(verdicts[1], checks)
+    theirs, their_cells, their_config = decisions(verdicts[1], checks)
+    shared = set(cells) & set(their_cells)
     common = sorted(set(ours) & set(theirs))
-    if not common:
+    if not shared:
         raise UsageError(
             "--verdicts", [str(v) for v in verdicts], "share no sample; validate the same render "
             "folder with both judges"
+        )  # fmt: skip
+    if not common:
+        raise UsageError(
+            "--check", check, f"the two runs share {len(shared):,} samples, but on none of them "
+            "did both decide this check (it is skipped after an earlier check fails, and n/a "
+            "where it does not apply); run validate with --all-checks on both, so every check "
+            "decides every image",
         )  # fmt: skip
     name = name or str((their_config.get("vqa") or {}).get("name") or Path(verdicts[1]).name)
     if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
@@ -90,8 +98,9 @@ def judge_stage(
         "reference_rejected": sum(not ours[s] for s in common),
         "second_rejected": sum(not theirs[s] for s in common),
         "agreement": sum(ours[s] == theirs[s] for s in common) / len(common),
-        "only_in_reference": len(set(ours) - set(theirs)),
-        "only_in_second": len(set(theirs) - set(ours)),
+        "only_in_reference": len(set(cells) - set(their_cells)),
+        "only_in_second": len(set(their_cells) - set(cells)),
+        "undecided": len(shared) - len(common),  # shared, but the check(s) not decided in both
     }
     document = provenance(
         "judge_decisions",

@@ -4,6 +4,7 @@ answer journals (append-only JSON lines, fsync'd per answer; the last answer to 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import os
@@ -96,6 +97,31 @@ class Study:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+    def progress(self) -> dict[str, dict[str, Any]]:
+        """Per annotator: items answered, open and in all, per block too (choice: Confusion and
+        Swap; valid: the validity questions), and whether every item is answered."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, items in self.items.items():
+            answered = self.answers(name)
+            blocks: dict[str, list[int]] = {"choice": [0, 0], "valid": [0, 0]}
+            for position, item in enumerate(items):
+                block = blocks["valid" if item.get("task") == "valid" else "choice"]
+                block[0] += position in answered
+                block[1] += 1
+            out[name] = {
+                "answered": len(answered), "open": len(items) - len(answered),
+                "items": len(items), "complete": len(answered) == len(items),
+                **{f"{b}_answered": v[0] for b, v in blocks.items()},
+                **{f"{b}_items": v[1] for b, v in blocks.items()},
+            }  # fmt: skip
+        return out
+
+    def progress_token(self) -> str:
+        """The organiser's credential for the progress page: derived from every annotator's
+        token (so it is as secret as they are, and no study file changes)."""
+        tokens = "\0".join(sorted(str(r["token"]) for r in self.annotators.values()))
+        return hashlib.sha256(f"autocomp-progress\0{tokens}".encode()).hexdigest()[:32]
 
     def image(self, annotator: str, item: int) -> Path:
         return self.path(IMAGES_DIR, self.items[annotator][item]["image"])

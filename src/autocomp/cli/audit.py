@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import sys
 
 from autocomp.errors import UsageError
 
@@ -22,15 +23,21 @@ def _export(args: argparse.Namespace) -> None:
     )
     study = export_study(args.benchmark, args.out, config, args.images)
     items = ", ".join(f"{n:,} {task}" for task, n in sorted(study["items"].items()))
+    drawn = (
+        f"{study['images']:,} images of {config.concepts:,} concepts, accepted or not "
+        f"(--include-rejected: {study['images_rejected']:,} of them rejected by the validator)"
+        if config.include_rejected
+        else f"{study['images']:,} accepted images of {config.concepts:,} concepts"
+    )
     print(
-        f"study in {args.out}: {study['images']:,} images of {config.concepts:,} concepts and "
-        f"{study['rejected_images']:,} rejected images; items per annotator: {items}; "
-        f"annotators {', '.join(study['annotators'])}. Serve it: autocomp audit serve {args.out}"
+        f"study in {args.out}: {drawn}, and {study['rejected_images']:,} more rejected images in "
+        f"the validity questions; items per annotator: {items}; annotators "
+        f"{', '.join(study['annotators'])}. Serve it: autocomp audit serve {args.out}"
     )
 
 
 def _serve(args: argparse.Namespace) -> None:
-    from autocomp.audit.app import links, serve
+    from autocomp.audit.app import links, progress_link, serve
 
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -39,21 +46,35 @@ def _serve(args: argparse.Namespace) -> None:
     if not 0 < args.port < 65536:
         raise UsageError("--port", args.port, "must be 1 to 65535")
     for name, link in links(args.study, args.host, args.port).items():
-        print(f"{name}: {link}")
+        print(f"{name}: {link}", flush=True)
+    print(f"progress (organiser): {progress_link(args.study, args.host, args.port)}")
+    print(
+        "Send each annotator their own link. Stop with Ctrl+C: every answer is saved when it is "
+        "clicked, and the same links resume after a restart.",
+        flush=True,
+    )
     if not loopback:
         print(
             f"warning: serving on {args.host} over plain HTTP: anyone on that network who sees a "
-            "link can answer as that annotator; prefer 127.0.0.1 behind an SSH tunnel"
+            "link can answer as that annotator; prefer 127.0.0.1 behind an SSH tunnel",
+            flush=True,
         )
     serve(args.study, args.host, args.port)
 
 
 def _collect(args: argparse.Namespace) -> None:
-    from autocomp.audit.collect import collect_stage
+    from autocomp.audit.collect import collect_stage, progress_line
 
-    summary = collect_stage(args.study, args.out)
+    summary = collect_stage(args.study, args.out, args.partial)
     for name, counts in summary.items():
-        print(f"{name}: {counts['answered']:,} answered, {counts['open']:,} open")
+        print(progress_line(name, counts))
+    waiting = [name for name, counts in summary.items() if not counts["complete"]]
+    if waiting:
+        print(
+            f"warning: collected an incomplete study ({', '.join(waiting)} still have open "
+            "items); the report marks it incomplete",
+            file=sys.stderr,
+        )
     print(f"annotations in {args.out} (autocomp report reads them as RUN/human/)")
 
 
@@ -66,6 +87,11 @@ def _judge(args: argparse.Namespace) -> None:
         f"({done['reference_rejected']:,} rejected by the reference judge), agreement "
         f"{done['agreement']:.3f}"
     )
+    if done["undecided"]:
+        print(
+            f"note: {done['undecided']:,} shared samples left out: the check was not decided in "
+            "both runs (validate --all-checks decides every check on every image)"
+        )
     if done["reference_rejected"] == 0 or done["reference_rejected"] == done["samples"]:
         print("warning: the reference judge decided every sample alike; kappa is undefined")
 
@@ -104,6 +130,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collect", help="write the study's answers as RUN/human/ CSVs")
     p.add_argument("study", help="the study folder")
     p.add_argument("--out", required=True, help="RUN/human/")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="collect although annotators have open items (refused without it); the report "
+        "then marks the study incomplete",
+    )
     p.set_defaults(run=_collect)
 
     p = sub.add_parser("judge", help="compare two judges' verdicts (RUN/judges/<name>.csv)")

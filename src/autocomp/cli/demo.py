@@ -104,7 +104,7 @@ def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
                 "/".join(map(str, r["swap"])) if not sizes else "-",
                 "/".join(map(str, r["confusion"]))
                 if not sizes
-                else f"vary {sizes[0]}/{r['vary_object'][0]}",
+                else f"sanity {sizes[0]} attr / {r['vary_object'][0]} obj",
                 _pct(r["swap_chance"]),
                 _pct(r["confusion_chance"]),
                 _pct(r["swap_chance_strict"]),
@@ -120,4 +120,13 @@ def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
         "the positive's own scene\n(flagged in *_same_scene); the paper protocol keeps them. "
         f"Tables are in {out}/."
     )
+    sanity = [r for r in results if r["n"] == 1 and r["vary"]]
+    if sanity:
+        r = sanity[0]
+        print(
+            "N=1 has no Swap or Confusion set; |conf| shows its sanity sets (paper Table 14): "
+            f"'sanity {r['vary'][0]} attr / {r['vary_object'][0]} obj' = the positive with each "
+            f"of the {r['vary'][0]} other attributes, and with each of the "
+            f"{r['vary_object'][0]} other objects ({r['family']})."
+        )
     return results

@@ -13,7 +13,15 @@ DEFAULTS = ImportConfig()
 def summary_lines(report: dict[str, Any], out: str) -> list[str]:
     """The printed summary of an import report."""
     lines = [f"imported {report['samples']} samples into {out} ({report['format']})"]
-    for key in ("rows", "items", "concepts", "paired_concepts", "captions_rewritten"):
+    for key in (
+        "layout",
+        "rows",
+        "items",
+        "concepts",
+        "paired_concepts",
+        "images_decoded",
+        "captions_kept_as_written",
+    ):
         if key in report:
             lines.append(f"  {key.replace('_', ' ')}: {report[key]}")
     for key in ("rows_dropped", "samples_dropped"):
@@ -38,7 +46,12 @@ def summary_lines(report: dict[str, Any], out: str) -> list[str]:
 def _import(args: argparse.Namespace) -> None:
     from autocomp.importers import import_benchmark
 
-    config = ImportConfig(protocol=args.protocol, skip_missing=args.skip_missing, force=args.force)
+    config = ImportConfig(
+        protocol=args.protocol,
+        skip_missing=args.skip_missing,
+        force=args.force,
+        condition=args.condition or "",
+    )
     report = import_benchmark(args.format, args.source, args.out, args.images, config)
     print("\n".join(summary_lines(report, args.out)))
 
@@ -56,7 +69,15 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "--protocol", default=DEFAULTS.protocol, help="candidate-set protocol: paper or strict"
     )
     p.add_argument(
-        "--skip-missing", action="store_true", help="drop and count items whose image is missing"
+        "--skip-missing",
+        action="store_true",
+        help="drop and count items whose image is missing or does not decode",
+    )
+    p.add_argument(
+        "--condition",
+        choices=("minimal", "contextual"),
+        help="autocomp-release: the condition of a caption/image source (default: from its "
+        "name, AutoComp-Minimal-* / AutoComp-Contextual-*), or one condition of a Paired one",
     )
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.set_defaults(run=_import)

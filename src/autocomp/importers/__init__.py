@@ -2,8 +2,10 @@
 
 Each format has one module with one function (source, out, images, config) -> report:
 
-    autocomp-release  the Auto-Comp public release (release.py): concepts mapped onto our
-                      vocabularies, candidate sets rebuilt by our negatives stage
+    autocomp-release  the Auto-Comp public release in every layout its scripts read or write
+                      (release.py, layouts.py): concepts mapped onto our vocabularies, captions
+                      kept as written (words.py), candidate sets rebuilt as our negatives
+                      stage builds them
     sugarcrepe        SugarCrepe's JSON files with COCO images (sugarcrepe.py): 1-negative sets
 
 The folder is the layout of autocomp.store.publish (data/test-*.parquet with embedded images,
@@ -18,6 +20,7 @@ from typing import Any
 
 from autocomp.config import ImportConfig
 from autocomp.errors import UsageError
+from autocomp.importers.layouts import CONDITIONS
 from autocomp.protocol.negatives import PROTOCOLS
 
 Importer = Callable[[str | Path, str | Path, str | Path | None, ImportConfig], dict[str, Any]]
@@ -44,4 +47,8 @@ def import_benchmark(
         raise UsageError("FORMAT", fmt, f"must be one of {', '.join(sorted(known))}")
     if config.protocol not in PROTOCOLS:
         raise UsageError("--protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
+    if config.condition not in ("", *CONDITIONS):
+        raise UsageError("--condition", config.condition, f"must be {' or '.join(CONDITIONS)}")
+    if config.condition and fmt != "autocomp-release":
+        raise UsageError("--condition", config.condition, f"applies to autocomp-release, not {fmt}")
     return known[fmt](source, out, images, config)

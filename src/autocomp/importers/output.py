@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -62,33 +64,71 @@ def building(out: Path) -> contextlib.AbstractContextManager[Path]:
     return atomic_folder(out, replace=True)
 
 
-def read_image(root: Path | None, ref: str, option: str = "--images") -> bytes:
-    """The bytes of image `ref` under `root`; MissingImage if it is not there, UsageError if the
-    reference leaves the root or the file is not an image."""
-    if root is None:
-        raise UsageError(option, None, f"image {ref!r} is a file name: give its folder")
+def locate(root: Path, ref: str, option: str = "--images", flat: bool = False) -> Path | None:
+    """The file image `ref` names under `root` (None: not there). With `flat`, a reference with
+    folders ("handmade/concept_00001_handmade.webp", names the importer made) is also looked
+    for by its file name directly under `root`, so --images may be the folder that holds both
+    condition folders or one of them. UsageError if the reference leaves the root."""
     try:
         path = resolve_inside(root, ref)
+        candidates = [path]
+        if flat and Path(ref).name != ref:
+            candidates.append(resolve_inside(root, Path(ref).name))
     except OutsideRoot as exc:
         raise UsageError(option, ref, f"refused: {exc}; fix the source") from None
-    if not path.is_file():
-        raise MissingImage(str(path))
-    data = path.read_bytes()
-    check_image(data, str(path))
-    return data
+    return next((p for p in candidates if p.is_file()), None)
 
 
-def check_image(data: bytes, name: str) -> None:
-    """`data` decodes as an image (PIL's header and structure check), else UsageError."""
+def read_image(root: Path | None, ref: str, option: str = "--images", flat: bool = False) -> bytes:
+    """The bytes of image `ref` under `root` (see `locate`); MissingImage if it is not there,
+    UsageError if the reference leaves the root."""
+    if root is None:
+        raise UsageError(option, None, f"image {ref!r} is a file name: give its folder")
+    path = locate(root, ref, option, flat)
+    if path is None:
+        raise MissingImage(str(resolve_inside(root, ref)))
+    return path.read_bytes()
+
+
+def image_problem(data: bytes) -> str | None:
+    """Why `data` is not an image: None when PIL identifies it and decodes every pixel (a file
+    whose header is fine but whose data is cut or damaged does not pass)."""
     import io
+    import warnings
 
     from PIL import Image, UnidentifiedImageError
 
+    if not data:
+        return "empty"
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as exc:
-        raise UsageError("image", name, f"is not a readable image ({exc})") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()
+                if not image.width or not image.height:
+                    return "no pixels"
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError,
+            Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:  # fmt: skip
+        said = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-f]+>", "", str(exc))
+        return " ".join(said.split())[:120] or type(exc).__name__
+    return None
+
+
+def image_problems(images: list[bytes]) -> list[str | None]:
+    """`image_problem` of each (decoded on a few threads: PIL releases the GIL to decode)."""
+    if len(images) < 2:
+        return [image_problem(d) for d in images]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(image_problem, images))
+
+
+def check_image(data: bytes, name: str) -> None:
+    """`data` decodes as an image (`image_problem`), else UsageError naming it."""
+    problem = image_problem(data)
+    if problem is not None:
+        raise UsageError("image", name, f"is not a readable image ({problem})")
 
 
 def image_column(values: list[dict[str, Any]]) -> pa.Array:

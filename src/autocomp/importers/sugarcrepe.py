@@ -16,8 +16,12 @@ Each item becomes one benchmark row scored as a 1-negative set:
     caption     the positive; swap_negatives = confusion_negatives = [negative],
                 swap_in_confusion = [0], the same-scene flags false, the arrangements [-1] (no
                 Auto-Comp arrangement), the vary_* sets empty; chance 1/2.
-An item whose negative equals its positive cannot be won under the tie rule: it is dropped and
-counted.
+An item whose negative equals its positive cannot be won under the tie rule; an item with an
+empty caption or negative states nothing; an item whose id repeats an earlier one in its file
+(JSON keeps only the last silently; here the first is kept) is a duplicate: each is dropped and
+counted by reason in import_report.json. Every image is decoded in full before its item is
+accepted: one that does not decode stops the import naming it, or with --skip-missing is
+dropped and counted.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from autocomp.errors import UsageError
 from autocomp.importers import output
 from autocomp.progress import row_progress
 from autocomp.store.catalog.schemas import SUGARCREPE_SCHEMA
-from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.tables import provenance
 
 FORMAT = "sugarcrepe"
@@ -64,18 +67,44 @@ def source_files(source: Path) -> list[Path]:
     return files
 
 
-def read_items(file: Path) -> dict[str, dict[str, str]]:
-    """One category file, checked: an object of items with the three string fields."""
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object that keeps every repeated key: the repeats go under DUPLICATES (json's
+    own rule keeps the last one silently)."""
+    out: dict[str, Any] = {}
+    repeats: list[tuple[str, Any]] = []
+    for key, value in pairs:
+        if key in out:
+            repeats.append((key, value))
+        else:
+            out[key] = value
+    if repeats:
+        out[DUPLICATES] = repeats
+    return out
+
+
+DUPLICATES = "\0duplicates"  # no JSON key read from a file can be this
+
+
+def read_items(file: Path) -> tuple[dict[str, dict[str, str]], int]:
+    """One category file, checked: an object of items with the three string fields; and how
+    many items repeat an earlier item's id (dropped, counted: the first one is kept)."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_pairs)
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError("--source", str(file), f"is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(
+            "--source", str(file), "is JSON nested too deeply to read; give SugarCrepe's file"
+        ) from None
     if not isinstance(data, dict) or not data:
         raise UsageError(
             "--source", str(file), "must be a non-empty JSON object: id -> {filename, caption, "
             "negative_caption}",
         )  # fmt: skip
-    for key, item in data.items():
+    repeats = data.pop(DUPLICATES, [])
+    for key, item in [*data.items(), *repeats]:
+        if isinstance(item, dict):
+            item.pop(DUPLICATES, None)  # a repeated field inside an item: the first one counts
         missing = [
             k for k in KEYS if not isinstance(item, dict) or not isinstance(item.get(k), str)
         ]
@@ -83,7 +112,7 @@ def read_items(file: Path) -> dict[str, dict[str, str]]:
             raise UsageError(
                 "--source", f"{file.name} item {key}", f"needs string field(s) {', '.join(missing)}"
             )
-    return data
+    return data, len(repeats)
 
 
 def row(category: str, key: str, item: dict[str, str], protocol: str) -> dict[str, Any]:
@@ -106,27 +135,54 @@ def row(category: str, key: str, item: dict[str, str], protocol: str) -> dict[st
 def _rows(
     files: list[Path], root: Path, config: ImportConfig, dropped: Counter
 ) -> list[dict[str, Any]]:
-    rows = []
+    """The rows of every item that can be imported (its image decoded in full), in order."""
+    rows, paths = [], []
     for file in files:
         category = file.stem
-        for key, item in read_items(file).items():
+        items, repeats = read_items(file)
+        if repeats:
+            dropped[f"{category}: duplicate id (an earlier item has it)"] += repeats
+        for key, item in items.items():
+            if not item["caption"].strip():
+                dropped[f"{category}: empty caption"] += 1
+                continue
+            if not item["negative_caption"].strip():
+                dropped[f"{category}: empty negative caption"] += 1
+                continue
             if item["negative_caption"].strip() == item["caption"].strip():
                 dropped[f"{category}: negative equals the positive"] += 1
                 continue
-            try:
-                path = resolve_inside(root, item["filename"])
-            except OutsideRoot as exc:
-                raise UsageError("--images", item["filename"], f"refused: {exc}") from None
-            if not path.is_file():
-                if not config.skip_missing:
-                    raise UsageError(
-                        "--images", str(path), f"is missing ({file.name} item {key}); give the "
-                        "COCO val2017 folder, or pass --skip-missing to drop and count such items",
-                    )  # fmt: skip
-                dropped[f"{category}: image missing"] += 1
+            path = output.locate(root, item["filename"])
+            if path is None:
+                where = f"{file.name} item {key}"
+                _skip(config, dropped, category, "is missing", where, root / item["filename"])
                 continue
             rows.append(row(category, key, item, config.protocol))
-    return rows
+            paths.append(path)
+    kept = []
+    for start in range(0, len(rows), BATCH_ROWS):
+        chunk = list(zip(rows[start : start + BATCH_ROWS], paths[start : start + BATCH_ROWS]))
+        problems = output.image_problems([path.read_bytes() for _, path in chunk])
+        for (r, path), problem in zip(chunk, problems):
+            if problem is None:
+                kept.append(r)
+            else:
+                where = f"{r['category']}.json item {r['item_id']}"
+                _skip(config, dropped, r["category"], f"does not decode ({problem})", where, path)
+    return kept
+
+
+def _skip(
+    config: ImportConfig, dropped: Counter, category: str, what: str, where: str, path: Path
+) -> None:
+    """An item whose image cannot be used: stop naming it, or (skip_missing) count it."""
+    if not config.skip_missing:
+        raise UsageError(
+            "--images", str(path), f"{what} ({where}); give the COCO val2017 folder, or pass "
+            "--skip-missing to drop and count such items",
+        )  # fmt: skip
+    reason = "image missing" if what == "is missing" else "image does not decode"
+    dropped[f"{category}: {reason}"] += 1
 
 
 def _tables(rows: list[dict[str, Any]], root: Path) -> Iterator[pa.Table]:

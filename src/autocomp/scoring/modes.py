@@ -6,8 +6,9 @@
   divided by the caption's token count (`tokens` in the scores table), since the sum favours
   short captions and Confusion negatives differ in length.
 - choice (`--blind choice`, "choice" rows only): the paper's A.8 multiple-choice test
-  (autocomp.scoring.choice); one prompt per item, set and protocol lists the shown options, and
-  each option's score is its label's score as the reply.
+  (autocomp.scoring.choice); one prompt per item, set and protocol lists the shown options, each
+  after its ID (equal width, in a shuffled order: the position-neutral rule), and each option's
+  score is its ID's score as the reply.
 
 Every prediction row, in every mode, comes from items.prediction_row.
 """
@@ -114,7 +115,8 @@ def choice_chunk(
 ) -> Rows:
     """The blind multiple-choice test (paper A.8) for a chunk: per item, set and protocol one
     prompt listing the shown options (no image; `root` unused); each option's score is its
-    label's score as the reply; the answer is the best option, judged under the same tie rule.
+    ID's score as the reply; the answer is the best option, judged under the same tie rule.
+    Scores rows: `option` = the position shown (1-based); the ID there is choice.draw's.
     A protocol left without negatives is not asked."""
     asked: list[tuple[Item, str, str, list[int]]] = []
     requests: list[ScoreRequest] = []
@@ -123,10 +125,10 @@ def choice_chunk(
             for protocol, kept in protocols(item, set_negatives):
                 if not kept:
                     continue
-                shown = choice.draw_options(kept, negatives, seed, item.sample_id, set_name)
-                text = choice.prompt([item.candidates[i] for i in shown])
+                shown, ids = choice.draw(kept, negatives, seed, item.sample_id, set_name)
+                text = choice.prompt([item.candidates[i] for i in shown], ids)
                 asked.append((item, set_name, protocol, shown))
-                requests += [ScoreRequest(None, choice.label(k), text) for k in range(len(shown))]
+                requests += [ScoreRequest(None, answer, text) for answer in ids]
     flat = get_scorer().score(requests, {}) if requests else []
     score_rows: list[dict[str, Any]] = []
     prediction_rows: list[dict[str, Any]] = []

@@ -25,7 +25,7 @@ from autocomp import __version__
 from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
 from autocomp.errors import UsageError
-from autocomp.scoring import Scorer, load_scorer
+from autocomp.scoring import Scorer, choice, load_scorer
 from autocomp.scoring.checks import (
     check_benchmark,
     check_config,
@@ -146,15 +146,15 @@ def score_stage(
 
 def _record(entry: ModelEntry, source: Benchmark, config: ScoreConfig) -> dict[str, Any]:
     """run.json: what a resumed run must match, and what the run was made with."""
-    choice = (
-        {"negatives": config.choice_negatives, "seed": config.choice_seed}
+    asked = (
+        {"negatives": config.choice_negatives, "seed": config.choice_seed, "rule": choice.RULE}
         if config.blind == "choice"
         else None
     )
     return {
         "model": entry.name, "entry": entry.record(), "benchmark": str(source.path),
         "benchmark_source": source.source(), "benchmark_sha": source.digest,
-        "benchmark_metadata": source.metadata, "blind": config.blind, "choice": choice,
+        "benchmark_metadata": source.metadata, "blind": config.blind, "choice": asked,
         "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
         "autocomp_version": __version__,
     }  # fmt: skip

@@ -6,6 +6,9 @@ saved the way real weights are stored, and then loaded back by the production lo
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,30 @@ from autocomp.store.atomic import atomic_path
 from autocomp.tiny.common import CHAT_TEMPLATE, build_once, byte_level_tokenizer, cache_dir
 
 TINY_CONFIGS = Path(__file__).parent / "configs"
+
+
+class _NoRandomInitWarning(logging.Filter):
+    """Drops exactly open_clip's "No pretrained weights loaded for model '<arch>'" record."""
+
+    def __init__(self, architecture: str) -> None:
+        super().__init__()
+        self.message = f"No pretrained weights loaded for model '{architecture}'."
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.getMessage()).startswith(self.message)
+
+
+@contextlib.contextmanager
+def _quiet_random_init(architecture: str) -> Iterator[None]:
+    """Silence open_clip's warning that a tiny model was initialised randomly (logged on the
+    root logger), and nothing else, while it builds."""
+    quiet = _NoRandomInitWarning(architecture)
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
 
 
 def register_open_clip_configs() -> None:
@@ -33,7 +60,8 @@ def ensure_open_clip_weights(entry: Any) -> Path:
     from safetensors.torch import save_file
 
     torch.manual_seed(0)
-    model = open_clip.create_model(entry.architecture, pretrained=None).eval()
+    with _quiet_random_init(entry.architecture):  # random weights are the point here
+        model = open_clip.create_model(entry.architecture, pretrained=None).eval()
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:  # the last of two concurrent identical builds wins
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
