@@ -233,8 +233,9 @@ def generative(setup: Setup, repeats: int) -> None:
         ratio = base.median / run.median
         diff = max(abs(x - y) for x, y in zip(run.result, base.result))
         same = "same" if _argmax(run.result) == _argmax(base.result) else "DIFFERS"
+        share = "" if run is base else f"{ratio / setup.limit:.0%}"
         print(
-            f"  {name:<38}{run.median:>8.2f}{ratio:>9.1f}x{ratio / setup.limit:>10.0%}"
+            f"  {name:<38}{run.median:>8.2f}{ratio:>9.1f}x{share:>10}"
             f"{diff:>12.1e}  {same:<6}  {others_text(run.others):>11}  {run.walls}"
         )
 
