@@ -12,6 +12,8 @@ Contrastive (Color items at each `--n`: the positive and its N^(2N) - 1 Confusio
 - batched loop (CLIP_benchmark-style): batches of 8 items, images in one batch, the items'
   captions in batches of 256, padded to the full context; no sharing across items;
 - autocomp before length batching: distinct captions once, batches of 256, padded;
+- autocomp, 256 a batch (before #26): the same, text batches of 256 captions whatever their
+  length (SigLIP's 64 positions: 16,384 positions a batch);
 - autocomp: `OpenClipScorer.score` (distinct captions once, sorted by length, causal towers cut
   to each batch's longest caption, CPU text batches bounded by the cache).
 Every path's largest score difference from the batched loop and whether every item's
@@ -312,10 +314,21 @@ def autocomp(scorer, items: list[list[str]], images: list) -> list[list[float]]:
     return out
 
 
+def autocomp_uncapped(scorer, items: list[list[str]], images: list) -> list[list[float]]:
+    """autocomp as it was before its CPU text batches were bounded by the cache (256 a batch
+    whatever their length)."""
+    saved, scorer.text_positions = scorer.text_positions, None
+    try:
+        return autocomp(scorer, items, images)
+    finally:
+        scorer.text_positions = saved
+
+
 CONTRASTIVE_PATHS = {
     "per-item loop (SugarCrepe-style)": per_item_loop,
     "batched loop (CLIP_benchmark-style)": batched_loop,
     "autocomp before length batching": padded_distinct,
+    "autocomp, 256 a batch (before #26)": autocomp_uncapped,
     "autocomp": autocomp,
 }
 PEER = "batched loop (CLIP_benchmark-style)"
