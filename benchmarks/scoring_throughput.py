@@ -34,7 +34,9 @@ each speed-up as a fraction of it, and every path's max |diff| against the basel
 `--profile`: each path once under torch.profiler (attention and cache-copy shares).
 
 Usage: python benchmarks/scoring_throughput.py [--items 200] [--n 2 3] [--repeats 3]
-       [--skip-generative] [--skip-contrastive] [--image-tokens 576] [--sweep 8 16 32 64 128]
+       [--contrastive-models tiny-clip tiny-siglip] [--paths per-item batched padded uncapped
+       autocomp] [--skip-generative] [--skip-contrastive] [--image-tokens 576]
+       [--sweep 8 16 32 64 128] [--sweep-candidates 128]
        [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
 """
 
@@ -324,19 +326,20 @@ def autocomp_uncapped(scorer, items: list[list[str]], images: list) -> list[list
         scorer.text_positions = saved
 
 
-CONTRASTIVE_PATHS = {
-    "per-item loop (SugarCrepe-style)": per_item_loop,
-    "batched loop (CLIP_benchmark-style)": batched_loop,
-    "autocomp before length batching": padded_distinct,
-    "autocomp, 256 a batch (before #26)": autocomp_uncapped,
-    "autocomp": autocomp,
+CONTRASTIVE_PATHS = {  # short name (--paths): (printed name, path)
+    "per-item": ("per-item loop (SugarCrepe-style)", per_item_loop),
+    "batched": ("batched loop (CLIP_benchmark-style)", batched_loop),
+    "padded": ("autocomp before length batching", padded_distinct),
+    "uncapped": ("autocomp, 256 a batch (before #26)", autocomp_uncapped),
+    "autocomp": ("autocomp", autocomp),
 }
 PEER = "batched loop (CLIP_benchmark-style)"
 
 
-def contrastive(model: str, n: int, count: int, repeats: int) -> None:
-    """Every path on `count` Color N=`n` items, interleaved; times, ratios to autocomp, and
-    every path's scores and predictions against the batched peer loop's."""
+def contrastive(model: str, n: int, count: int, repeats: int, chosen: list[str]) -> None:
+    """The `chosen` paths (always the batched peer loop and autocomp) on `count` Color N=`n`
+    items, interleaved; times, ratios to autocomp, and every path's scores and predictions
+    against the batched peer loop's."""
     import torch
 
     torch.set_grad_enabled(False)
@@ -345,11 +348,13 @@ def contrastive(model: str, n: int, count: int, repeats: int) -> None:
     scorer = load_scorer(model, device="cpu")
     pairs = sum(len(c) for c in items)
     distinct = len({c for captions in items for c in captions})
+    picked = [k for k in CONTRASTIVE_PATHS if k in {*chosen, "batched", "autocomp"}]
     paths = {
-        name: (lambda fn=fn: fn(scorer, items, images)) for name, fn in CONTRASTIVE_PATHS.items()
+        CONTRASTIVE_PATHS[k][0]: (lambda fn=CONTRASTIVE_PATHS[k][1]: fn(scorer, items, images))
+        for k in picked
     }
-    for fn in CONTRASTIVE_PATHS.values():  # warm-up: allocator, kernels, the BPE cache
-        fn(scorer, items[:2], images[:2])
+    for k in picked:  # warm-up: allocator, kernels, the BPE cache
+        CONTRASTIVE_PATHS[k][1](scorer, items[:2], images[:2])
     runs = interleave(paths, repeats)
     for name, run in runs.items():
         got = [len(x) for x in run.result]
@@ -387,6 +392,10 @@ def main() -> None:
     parser.add_argument("--contrastive-models", nargs="+", default=["tiny-clip", "tiny-siglip"])
     parser.add_argument("--items", type=int, default=200, help="Color items per N (contrastive)")
     parser.add_argument("--n", type=int, nargs="+", default=[2, 3], help="contrastive: N")
+    parser.add_argument(
+        "--paths", nargs="+", default=list(CONTRASTIVE_PATHS), choices=list(CONTRASTIVE_PATHS),
+        help="contrastive paths (the batched peer loop and autocomp always run)",
+    )  # fmt: skip
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=128, help="autocomp's generative chunk")
     parser.add_argument("--image-tokens", type=int, default=576, help="generative (a square)")
@@ -416,7 +425,7 @@ def main() -> None:
         print("contrastive (CPU, tiny random-weight encoders):")
         for n in args.n:
             for model in args.contrastive_models:
-                contrastive(model, n, args.items, args.repeats)
+                contrastive(model, n, args.items, args.repeats, args.paths)
     if not args.skip_generative:
         print("generative (CPU, random-weight VLMs):")
         wide = (args.width, args.layers, args.heads) if args.width else None
