@@ -39,7 +39,7 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(LINTED)
 	$(BIN)/ruff format $(LINTED)
 
-bench: $(STAMP) ## candidate-set throughput at paper scale (prints figures)
+bench: $(STAMP) ## candidate sets at paper scale: the stage before and now, the release's generator, peak memory
 	$(BIN)/python benchmarks/negatives_throughput.py
 
 # Images: one Dockerfile (images/Dockerfile) builds each image from its extras

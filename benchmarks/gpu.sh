@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# GPU throughput of the paper's full-size models with random weights (no download, no network):
-# SD3.5-L rendering, validation (Grounding DINO + SAM2 + VQA), scoring (ViT-L/14, SigLIP SO400M,
-# Qwen2.5-VL-7B shared prefix vs batched). One table, and GPU-hours per 100k concepts against the
-# paper's 154 A100 GPU-hours. Each model is time-boxed (--budget, seconds); the whole script is
-# cut at 8 minutes (GPU_BENCH_LIMIT). Run from anywhere:
+# GPU throughput at the paper's real shapes with random weights (no download, no network), every
+# figure against a baseline in the same run and next to the paper's Table 22: scoring (CLIP
+# ViT-H/14-378, SigLIP2 Giant, Qwen2.5-VL-7B on 1024 px renders), validation (Grounding DINO,
+# SAM2.1-L, Gemma-3-12B VQA), rendering (SD3.5 Large, 1024 px). The whole script is cut at
+# 8 minutes (GPU_BENCH_LIMIT, seconds); each path is time-boxed (--budget). Run from anywhere:
 #
-#   benchmarks/gpu.sh                  # on the GPU machine
-#   benchmarks/gpu.sh --tiny           # the same code with tiny models (CPU check)
-#   benchmarks/gpu.sh --dry-run        # the plan only
+#   benchmarks/gpu.sh                  # on one H100/H200-class GPU (one line and exit 2 if none)
+#   benchmarks/gpu.sh --dry-run        # every step, shrunken, on this CPU (a few minutes)
+#   benchmarks/gpu.sh --plan           # the shapes as JSON
 #
 # PYTHON picks the interpreter (default: python3 on PATH); the package's sources come first.
 set -euo pipefail

@@ -15,12 +15,23 @@ its peak RSS is its own):
   parts, joined without decoding), with each `--workers` value.
 
 Medians of `--repeats` runs (default 3) are printed with the ratio to the first "before"
-configuration, the load average before and after, and whether every output holds the same rows
-as the first "before" output. `--baselines` adds the one-process comparisons with the public
-release's `str.replace` (wrong) and the exact fill-per-candidate method.
+configuration, the load (the load average and the cores other processes kept busy during each
+path's runs, benchmarks/common.py), each path's peak RSS, and whether every output holds the
+same rows as the first "before" output. The caption count of every run is checked against the
+paper's formulas (|Swap| = N! - 1, |Confusion| = N^(2N) - 1 or N^N (N-1)^(N-1) - 1 per row)
+before anything is printed.
+
+Then the generators a peer would compare with, on a subset of the same input (`--sample` rows
+per family and N; skip with `--skip-baselines`), interleaved, medians of `--repeats`: the stage
+itself on that subset (1 worker, a fresh process, Parquet written), `build_candidates` in memory,
+the exact fill per candidate, and the public release's `str.replace` generator (wrong: it
+collapses captions and loses the true swap). The last line is the figure to quote: the stage's
+rate, its ratio against the faster of the two generators (the release's `str.replace` and the
+fill per candidate), and its peak memory.
 
 Usage: python benchmarks/negatives_throughput.py [--mode paper|quick] [--scale S]
-       [--workers 1 auto] [--before-workers auto] [--repeats 3] [--baselines] [--keep DIR]
+       [--workers 1 auto] [--before-workers auto] [--repeats 3] [--sample 300]
+       [--skip-baselines] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -45,11 +56,12 @@ from autocomp.protocol.binding import bind
 from autocomp.protocol.concepts import count_concepts, sample_concepts
 from autocomp.protocol.family import load_family
 from autocomp.protocol.minimal import minimal_caption, spec_text
-from autocomp.protocol.negatives import arrangements, build_candidates
+from autocomp.protocol.negatives import arrangements, build_candidates, expected_counts
 from autocomp.protocol.stages import default_workers, negatives_stage, usable_cores
 
 sys.path.insert(0, str(Path(__file__).parent))
 import negatives_before  # noqa: E402  (the stage before, beside this script)
+from common import Meter, Reading, cpu_model, load_text, require  # noqa: E402
 
 # Table 2 of the paper: validated samples (Minimal, Contextual) per benchmark.
 TABLE_2 = {
@@ -126,13 +138,23 @@ def fill_per_candidate(family, objects, labels, caption: str) -> list[str]:
     ]
 
 
-def time_per_candidate(rows, fn) -> tuple[float, int, int]:
-    start, total, unique = time.perf_counter(), 0, 0
+def expected_captions(source: Path) -> int:
+    """Swap + Confusion captions the paper's formulas give for every row of `source`."""
+    table = pq.read_table(source, columns=["family", "n"])
+    relation = {name: load_family(name).is_relation for name, _ in TABLE_2}
+    return sum(
+        sum(expected_counts(relation[f], n))
+        for f, n in zip(table.column("family").to_pylist(), table.column("n").to_pylist())
+    )
+
+
+def count_per_candidate(rows, fn) -> tuple[int, int]:
+    total, unique = 0, 0
     for r in rows:
         out = fn(r)
         total += len(out)
         unique += len(set(out))
-    return time.perf_counter() - start, total, unique
+    return total, unique
 
 
 def _cpu_seconds() -> float:
@@ -147,7 +169,7 @@ def run_once(path: str, workers: str, source: Path, out: Path) -> dict:
         count = before_default_workers() if workers == "auto" else int(workers)
     else:
         count = default_workers() if workers == "auto" else int(workers)
-    t0, cpu0 = time.perf_counter(), _cpu_seconds()
+    t0, cpu0, meter = time.perf_counter(), _cpu_seconds(), Meter()
     if path == "before":
         captions = negatives_before.negatives_stage(source, out, NegativesConfig(workers=count))
     else:
@@ -156,8 +178,10 @@ def run_once(path: str, workers: str, source: Path, out: Path) -> dict:
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
     own = _high_water_mb()
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    reading = meter.stop()
     return {"workers": count, "captions": captions, "wall": wall, "cpu": cpu,
-            "rss": own, "worker_rss": children}  # fmt: skip
+            "rss": own, "worker_rss": children, "load": reading.load,
+            "others": reading.others}  # fmt: skip
 
 
 def _high_water_mb() -> float:
@@ -202,19 +226,32 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def baselines(source: Path, per_key: int) -> None:
-    """One process, no Parquet: the exact builder against the release's str.replace and the
-    exact fill-per-candidate method, on a sample of the same rows."""
+def sample_rows(source: Path, per_key: int) -> list[dict]:
+    """Up to `per_key` rows of each (family, N), half Minimal and half Contextual."""
     table = pq.read_table(source).to_pylist()
     sample = []
     for key in TABLE_2:
         group = [r for r in table if (r["family"], r["n"]) == key]
         sample += group[: per_key // 2] + group[-per_key // 2 :]
+    return sample
+
+
+def _reading(run: dict) -> Reading:
+    return Reading(run["wall"], tuple(run["load"]), run["others"])
+
+
+def baselines(source: Path, work: Path, per_key: int, repeats: int, peak_mb: float) -> None:
+    """The stage on a subset of the input against the generators a peer would compare with, on
+    the same rows, interleaved; then the one line to quote."""
+    sample = sample_rows(source, per_key)
+    subset = work / "subset.parquet"
+    pq.write_table(pa.Table.from_pylist(sample, schema=pq.read_schema(source)), subset)
+    expected = expected_captions(subset)
     families = {name: load_family(name) for name, _ in TABLE_2}
 
     def exact(r):
         sets = build_candidates(families[r["family"]], r["objects"], r["attributes"], r["caption"])
-        return [sets.caption, *sets.confusion]
+        return [*sets.swap, *sets.confusion]
 
     def naive(r):
         f = families[r["family"]]
@@ -225,17 +262,47 @@ def baselines(source: Path, per_key: int) -> None:
             families[r["family"]], r["objects"], r["attributes"], r["caption"]
         )
 
-    t_exact, n_exact, u_exact = time_per_candidate(sample, exact)
-    t_naive, n_naive, u_naive = time_per_candidate(sample, naive)
-    t_fill, n_fill, _ = time_per_candidate(sample, per_candidate)
-    print(f"\nbaselines on {len(sample):,} rows (one process, no Parquet):")
-    print(f"  {'method':<34}{'captions/s':>12}{'unique share':>14}{'vs build_candidates':>21}")
-    for name, t, n, u in (
-        ("build_candidates (piece tables)", t_exact, n_exact, u_exact),
-        ("fill per candidate (exact)", t_fill, n_fill, n_fill),
-        ("release-style str.replace (wrong)", t_naive, n_naive, u_naive),
-    ):
-        print(f"  {name:<34}{n / t:>12,.0f}{u / n:>14.1%}{(n / t) / (n_exact / t_exact):>20.2f}x")
+    methods = {
+        "build_candidates (in memory)": exact,
+        "fill per candidate (exact)": per_candidate,
+        "release's str.replace (wrong)": naive,
+    }
+    stage = "the stage (1 worker, Parquet)"
+    walls: dict[str, list[float]] = {stage: [], **{name: [] for name in methods}}
+    readings: list[Reading] = []
+    counts: dict[str, tuple[int, int]] = {}
+    for _ in range(repeats):  # interleaved, as the paper-scale runs
+        out = work / "subset-out.parquet"
+        out.unlink(missing_ok=True)
+        run = timed("now", "1", subset, out)
+        require(run["captions"] == expected, f"subset: {run['captions']:,} captions, "
+                f"the formulas give {expected:,}")  # fmt: skip
+        walls[stage].append(run["wall"])
+        readings.append(_reading(run))
+        for name, fn in methods.items():
+            meter = Meter()
+            counts[name] = count_per_candidate(sample, fn)
+            readings.append(meter.stop())
+            walls[name].append(readings[-1].wall)
+    total = counts["build_candidates (in memory)"][0]
+    require(total == expected, f"build_candidates: {total:,} captions, formulas {expected:,}")
+    made = {stage: expected, **{name: c[0] for name, c in counts.items()}}
+    rates = {name: made[name] / statistics.median(w) for name, w in walls.items()}
+    print(f"\ngenerators on a subset: {len(sample):,} rows ({per_key} per family and N), "
+          f"{expected:,} Swap + Confusion captions; medians of {repeats}, interleaved; "
+          f"{load_text(readings)}")  # fmt: skip
+    print(f"  {'method':<34}{'captions/s':>12}{'distinct':>10}{'the stage is':>14}  walls")
+    for name, w in walls.items():
+        right = "wrong" not in name  # the exact ones: Swap and Confusion, each set distinct
+        unique = "all" if right else f"{counts[name][1] / counts[name][0]:.1%}"
+        print(f"  {name:<34}{rates[name]:>12,.0f}{unique:>10}"
+              f"{rates[stage] / rates[name]:>13.2f}x  {' '.join(f'{x:.2f}' for x in w)}")  # fmt: skip
+    peers = ("fill per candidate (exact)", "release's str.replace (wrong)")
+    faster = max(peers, key=rates.__getitem__)
+    print(f"\nmake bench: the stage makes {rates[stage]:,.0f} captions/s on the subset, "
+          f"{rates[stage] / rates[faster]:.2f}x the faster generator ({faster}, "
+          f"{rates[faster]:,.0f} captions/s in memory, no Parquet); peak memory "
+          f"{peak_mb:,.0f} MB (peak RSS of the stage at 1 worker, the runs above)")  # fmt: skip
 
 
 MODES = {"paper": 1.0, "quick": 0.05}
@@ -263,7 +330,7 @@ def main() -> None:
         help="worker counts of the stage before ('auto': its default)",
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per path (medians)")
-    parser.add_argument("--baselines", action="store_true", help="also the one-process baselines")
+    parser.add_argument("--skip-baselines", action="store_true", help="no generator baselines")
     parser.add_argument("--sample", type=int, default=300, help="rows per family/N for baselines")
     parser.add_argument("--keep", type=Path, help="keep the input and outputs here")
     parser.add_argument("--one", choices=["before", "now"], help=argparse.SUPPRESS)
@@ -280,8 +347,12 @@ def main() -> None:
     source = work / "positives.parquet"
     t0 = time.perf_counter()
     rows = build_input(source, scale)
-    print(f"input: {rows:,} positives (Table 2 mix x {scale}) built in "
-          f"{time.perf_counter() - t0:.1f} s")  # fmt: skip
+    expected = expected_captions(source)
+    if scale == 1.0:
+        require(rows == 259_579 and expected == 14_961_307,
+                f"paper scale: {rows:,} positives, {expected:,} captions")  # fmt: skip
+    print(f"input: {rows:,} positives (Table 2 mix x {scale}), {expected:,} captions by the "
+          f"paper's formulas, built in {time.perf_counter() - t0:.1f} s")  # fmt: skip
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable, "
           f"{usable_cores()} after any cgroup quota), {cpu_model()}; load average {load()}")  # fmt: skip
 
@@ -291,13 +362,18 @@ def main() -> None:
         for path, workers in paths:  # interleaved: a change of load hits every path alike
             out = work / f"benchmark-{path}-{workers}.parquet"
             out.unlink(missing_ok=True)
-            runs[(path, workers)].append(timed(path, workers, source, out))
+            run = timed(path, workers, source, out)
+            require(run["captions"] == expected, f"{path}/{workers}: {run['captions']:,} "
+                    f"captions, the formulas give {expected:,}")  # fmt: skip
+            runs[(path, workers)].append(run)
         print(f"  repeat {repeat + 1}/{args.repeats} done; load average {load()}", flush=True)
 
     reference = work / f"benchmark-{paths[0][0]}-{paths[0][1]}.parquet"
     first_rate = None
-    print(f"\n{'path':<8}{'workers':>9}{'wall s':>9}{'captions/s':>13}{'ratio':>8}{'CPU s':>8}"
-          f"{'peak RSS MB':>20}{'same rows':>11}")  # fmt: skip
+    readings = [_reading(r) for done in runs.values() for r in done]
+    print(f"\n{load_text(readings)} (medians of {args.repeats}, interleaved)")
+    print(f"{'path':<8}{'workers':>9}{'wall s':>9}{'captions/s':>13}{'ratio':>8}{'CPU s':>8}"
+          f"{'peak RSS MB':>20}{'same rows':>11}{'other cores':>13}")  # fmt: skip
     for path, workers in paths:
         done = runs[(path, workers)]
         wall = statistics.median(r["wall"] for r in done)
@@ -306,28 +382,21 @@ def main() -> None:
         cpu = statistics.median(r["cpu"] for r in done)
         rss = max(r["rss"] for r in done)
         worker_rss = max(r["worker_rss"] for r in done)
+        others = [r["others"] for r in done if r["others"] is not None]
+        busy = f"{statistics.median(others):.1f}" if others else "n/a"
         out = work / f"benchmark-{path}-{workers}.parquet"
         same = "ref" if out == reference else ("yes" if same_rows(reference, out) else "NO")
         memory = f"{rss:,.0f}" + (f" + {worker_rss:,.0f}/worker" if done[0]["workers"] > 1 else "")
         label = f"{workers} ({done[0]['workers']})" if workers == "auto" else workers
         print(f"{path:<8}{label:>9}{wall:>9.1f}{rate:>13,.0f}{rate / first_rate:>7.2f}x{cpu:>8.1f}"
-              f"{memory:>20}{same:>11}")  # fmt: skip
-    print(f"({done[0]['captions']:,} captions per run; medians of {args.repeats}; walls: "
+              f"{memory:>20}{same:>11}{busy:>13}")  # fmt: skip
+    print(f"({done[0]['captions']:,} captions per run; walls: "
           + "; ".join(f"{p}/{w} " + " ".join(f"{r['wall']:.1f}" for r in runs[(p, w)])
                       for p, w in paths) + f"; load average now {load()})")  # fmt: skip
-    if args.baselines:
-        baselines(source, args.sample)
+    if not args.skip_baselines:
+        one = runs.get(("now", "1")) or next(v for (p, _), v in runs.items() if p == "now")
+        baselines(source, work, args.sample, args.repeats, max(r["rss"] for r in one))
     print(f"\nfiles in {work}" if args.keep else "")
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "CPU model unknown"
 
 
 if __name__ == "__main__":

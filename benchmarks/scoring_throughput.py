@@ -1,44 +1,58 @@
-"""Scoring throughput: autocomp against the baselines a peer would write, medians of every path.
+"""Scoring throughput: autocomp against the loops a peer would write, medians of every path.
 
-Contrastive (Color N=3 items: the positive and 728 Confusion negatives each, tiny random-weight
-encoders on CPU), in one run:
+Every path runs in one process, interleaved (each repeat runs every path in turn, so a change
+of the machine's load hits all of them), and each figure is printed with the load it ran under:
+the load average and the cores other processes kept busy (benchmarks/common.py). The shapes it
+prints are checked before anything is timed (a mismatch stops it with one line, exit 3).
+
+Contrastive (Color items at each `--n`: the positive and its N^(2N) - 1 Confusion negatives,
+`--items` items, tiny random-weight open_clip encoders on the CPU), paths from
+`scoring_baselines.py` and autocomp itself:
 - per-item loop (SugarCrepe-style): per item, encode its image and all its captions, padded;
-- batched loop (CLIP_benchmark-style): batches of items, images in one batch, the items'
+- batched loop (CLIP_benchmark-style): batches of 8 items, images in one batch, the items'
   captions in batches of 256, padded to the full context; no sharing across items;
 - autocomp before length batching: distinct captions once, batches of 256, padded;
-- autocomp: distinct captions once, sorted by length, each batch only as long as it must be
-  (causal EOT-pooled towers), token ids cached per tokenizer.
-Each path's median of `--repeats` runs; the largest score difference and whether every item's
-prediction (argmax) agrees with the padded path.
+- autocomp, 256 a batch (before #26): the same, text batches of 256 captions whatever their
+  length (SigLIP's 64 positions: 16,384 positions a batch);
+- autocomp: `OpenClipScorer.score` (distinct captions once, sorted by length, causal towers cut
+  to each batch's longest caption, CPU text batches bounded by the cache).
+Every path's largest score difference from the batched loop and whether every item's
+prediction (argmax) is the same.
 
-Generative (one image, an image+prompt prefix of ~600 tokens, the 729 candidates of a Color N=3
-item cut to 16-24 tokens; by default the tiny VLMs widened to 256 x 2 layers, random weights, so
-that attention and the linear layers weigh about as in a real model, not as in a 32-wide one):
-- batched, no sharing (the fair baseline): chunks of `--chunk` candidates, each row the whole
-  prefix + its caption, one forward per chunk, no cache, logits only at caption positions;
+Generative (one image of `--image-tokens` tokens, set through the image processor's own size
+fields, and for LLaVA the vision tower's image size; the chat prompt; the 729 candidates of a
+Color N=3 item cut to 16-24 tokens; by default the tiny VLMs widened to 256 x 2 layers with
+random weights, so that attention and the linear layers weigh about as in a real model):
+- batched, no sharing (the fair baseline): each row the whole prefix + its caption, one forward
+  per batch, no cache, logits only at caption positions; its batch size is the fastest of a
+  sweep (`--sweep`, timed on `--sweep-candidates` candidates, printed);
 - shared, split attention (autocomp): the prefix once; each chunk runs only its own tokens and
   attends to the one prefix cache through the split attention (no copy per candidate);
 - shared, repeated cache (before): the prefix cache copied per candidate of a chunk.
-Same chunk size, dtype (float32) and device (CPU) for all; the paths run interleaved, medians of
-`--repeats`; the token-count limit (tokens the baseline runs / tokens the shared path runs), each
-speed-up as a fraction of it, and every path's max |diff| against the baseline. `--profile`:
-each path once under torch.profiler (attention and cache-copy shares, top operators).
+float32, CPU; the token-count limit (tokens the baseline runs / tokens the shared path runs),
+each speed-up as a fraction of it, and every path's max |diff| against the baseline.
+`--profile`: each path once under torch.profiler (attention and cache-copy shares).
 
-Usage: python benchmarks/scoring_throughput.py [--items 40] [--repeats 3] [--skip-generative]
-       [--skip-contrastive] [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
+Usage: python benchmarks/scoring_throughput.py [--items 200] [--n 2 3] [--repeats 3]
+       [--contrastive-models tiny-clip tiny-siglip] [--paths per-item batched padded uncapped
+       autocomp] [--skip-generative] [--skip-contrastive] [--image-tokens 576]
+       [--sweep 8 16 32 64 128] [--sweep-candidates 128]
+       [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
-import statistics
+import sys
 import tempfile
-import time
 from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("AUTOCOMP_CACHE", tempfile.mkdtemp(prefix="autocomp-tiny-"))
+sys.path.insert(0, str(Path(__file__).parent))
 
 from PIL import Image  # noqa: E402
 
@@ -47,70 +61,41 @@ from autocomp.protocol.family import load_family  # noqa: E402
 from autocomp.protocol.minimal import minimal_caption  # noqa: E402
 from autocomp.protocol.negatives import build_candidates  # noqa: E402
 from autocomp.scoring import ScoreRequest, load_scorer  # noqa: E402
+from common import cores, cpu_model, interleave, load_text, others_text, require  # noqa: E402
+from scoring_baselines import (  # noqa: E402
+    batched_loop,
+    batched_no_sharing,
+    padded_distinct,
+    per_item_loop,
+)
 
 
-def color_items(count: int) -> list[list[str]]:
+def color_items(count: int, n: int = 3) -> list[list[str]]:
+    """`count` Color items of N objects: each the positive and its N^(2N) - 1 Confusion
+    negatives (checked)."""
     family = load_family("color")
     items = []
-    for c in sample_concepts(family, 3, count, seed=0):
+    for c in sample_concepts(family, n, count, seed=0):
         sets = build_candidates(
             family, c.objects, c.labels, minimal_caption(family, c.objects, c.labels)
         )
         items.append([sets.caption, *sets.confusion])
+    per = n ** (2 * n)
+    require(
+        len(items) == count and all(len(c) == per for c in items),
+        f"{count} Color N={n} items of {per} captions each (got {len(items)} items of "
+        f"{sorted({len(c) for c in items})})",
+    )
     return items
 
 
-def median_time(fn: Callable[[], list[float]], repeats: int) -> tuple[float, list[float]]:
-    times, result = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
+# ----------------------------------------------------------------------------- generative
 
 
-def batched_no_sharing(scorer, prefix: dict, ids: list[list[int]], batch: int) -> list[float]:
-    """The fair baseline: chunks of `batch` rows, each the whole prefix + one caption (right
-    padded), one forward per chunk, no cache; logits only where a caption token is predicted."""
-    import torch
-
-    out: list[float] = []
-    device = prefix["input_ids"].device
-    for start in range(0, len(ids), batch):
-        chunk = ids[start : start + batch]
-        count, width = len(chunk), max(len(c) for c in chunk)
-        cand = torch.zeros(count, width, dtype=torch.long)
-        mask = torch.zeros(count, width, dtype=torch.long)
-        for j, caption in enumerate(chunk):
-            cand[j, : len(caption)] = torch.tensor(caption)
-            mask[j, : len(caption)] = 1
-        cand, mask = cand.to(device), mask.to(device)
-        rows = dict(prefix)
-        rows["input_ids"] = torch.cat([prefix["input_ids"].expand(count, -1), cand], 1)
-        rows["attention_mask"] = torch.cat([prefix["attention_mask"].expand(count, -1), mask], 1)
-        for key in prefix:
-            if key.endswith("token_type_ids"):
-                rows[key] = torch.cat([prefix[key].expand(count, -1), torch.zeros_like(cand)], 1)
-        if "image_grid_thw" in prefix:  # Qwen-VL: patches of every row concatenated
-            rows["pixel_values"] = prefix["pixel_values"].repeat(count, 1)
-            rows["image_grid_thw"] = prefix["image_grid_thw"].repeat(count, 1)
-        elif "pixel_values" in prefix:
-            rows["pixel_values"] = prefix["pixel_values"].expand(count, -1, -1, -1)
-        scorer._forget_rope_deltas()
-        with torch.inference_mode():
-            logits = scorer.model(**rows, logits_to_keep=width + 1).logits[:, :-1].float()
-        logp = torch.log_softmax(logits, -1).gather(2, cand[:, :, None]).squeeze(-1)
-        out += (logp * mask).sum(1).tolist()
-    return out
-
-
-def widen(scorer, width: int, layers: int, heads: int) -> None:
-    """Replace the tiny model by the same architecture `width` wide (random weights): the tiny
-    one (32 wide) is so narrow that attention over the prefix outweighs the linear layers, which
-    a real VLM's are not. Head size width / heads, a quarter of the heads for K/V (GQA)."""
-    import torch
-
-    config = scorer.model.config.__class__.from_dict(scorer.model.config.to_dict())
+def widen(config, width: int, layers: int, heads: int) -> None:
+    """The language model `width` wide (in place): the tiny one (32 wide) is so narrow that
+    attention over the prefix outweighs the linear layers, which a real VLM's are not. Head
+    size width / heads, a quarter of the heads for K/V (GQA)."""
     text = config.get_text_config()
     text.hidden_size, text.intermediate_size, text.num_hidden_layers = width, 4 * width, layers
     text.num_attention_heads, text.num_key_value_heads = heads, max(1, heads // 4)
@@ -124,52 +109,93 @@ def widen(scorer, width: int, layers: int, heads: int) -> None:
         for rope in (text.rope_parameters, getattr(text, "rope_scaling", None)):
             if isinstance(rope, dict) and "mrope_section" in rope:
                 rope["mrope_section"] = section
+
+
+def reshape(scorer, image_tokens: int, wide: tuple[int, int, int] | None) -> Image.Image:
+    """Make one image `image_tokens` tokens long through the processor's own fields, widen the
+    language model (`wide`), rebuild the model once with random weights; the image to score.
+    Qwen2.5-VL: `size.shortest_edge` / `longest_edge` are pixel counts (transformers 5: the
+    min/max pixels), one token per (patch x merge)^2 pixels. LLaVA: a CLIP tower of one fixed
+    image size, (size / patch)^2 tokens (the CLS token dropped), so the tower is rebuilt at
+    that size and the processor resizes and crops to it."""
+    import torch
+    from transformers.image_utils import SizeDict
+
+    side = math.isqrt(image_tokens)
+    require(side * side == image_tokens, f"image tokens {image_tokens}: must be a square grid")
+    config = scorer.model.config.__class__.from_dict(scorer.model.config.to_dict())
+    processor = scorer.processor.image_processor
+    if getattr(processor, "merge_size", None):
+        edge = side * processor.patch_size * processor.merge_size
+        processor.size = SizeDict(shortest_edge=edge * edge, longest_edge=edge * edge)
+    else:
+        edge = side * config.vision_config.patch_size
+        config.vision_config.image_size = edge
+        processor.size = SizeDict(shortest_edge=edge)
+        processor.crop_size = SizeDict(height=edge, width=edge)
+    if wide:
+        widen(config, *wide)
     torch.manual_seed(0)
     scorer.model = type(scorer.model)._from_config(config, dtype=scorer.model.dtype).eval()
+    return Image.new("RGB", (edge, edge), (180, 40, 40))
 
 
 class Setup:
-    """One image, a prefix of ~600 tokens (`image_tokens` of image where the tiny processor
-    allows, the rest prompt), the 729 candidates of a Color N=3 item cut to 16-24 tokens."""
+    """One image of `image_tokens` tokens (asserted in the prefix), the chat prompt, the 729
+    candidates of a Color N=3 item cut to 16-24 tokens."""
 
     def __init__(
         self, model: str, image_tokens: int, chunk: int, wide: tuple[int, int, int] | None
     ) -> None:
-        self.model, self.image_tokens, self.chunk = model, image_tokens, chunk
+        self.model, self.chunk = model, chunk
         self.scorer = scorer = load_scorer(model, device="cpu", chunk_size=chunk)
-        if wide:
-            widen(scorer, *wide)
-        self.image = Image.new("RGB", (64, 64), (180, 40, 40))
-        if image_tokens and hasattr(scorer.processor.image_processor, "max_pixels"):
-            # Qwen-VL: one merged token per 28x28 pixels; real 1024x1024 images: ~1,300 tokens.
-            pixels = image_tokens * 28 * 28
-            scorer.processor.image_processor.min_pixels = pixels
-            scorer.processor.image_processor.max_pixels = pixels
-            side = int(pixels**0.5)
-            self.image = Image.new("RGB", (side, side), (180, 40, 40))
-        # The tiny tokenizers are byte-level: 1 character = 1 token. Fill the rest with prompt.
-        probe = scorer._prefix_inputs(self.image)["input_ids"].shape[1]
-        words = "Look at the picture carefully and describe the objects, colors and layout. " * 10
-        scorer.prompt = words[: max(20, 600 - probe + len(scorer.prompt))]
+        self.image = reshape(scorer, image_tokens, wide)
         self.prefix = scorer._prefix_inputs(self.image)
+        config = scorer.model.config
+        image_token = getattr(config, "image_token_id", None) or config.image_token_index
+        self.image_tokens = int((self.prefix["input_ids"] == image_token).sum())
+        require(
+            self.image_tokens == image_tokens,
+            f"{model}: the prefix holds {self.image_tokens} image tokens, not {image_tokens}",
+        )
         self.prefix_tokens = self.prefix["input_ids"].shape[1]
         # 729 distinct captions of 16-24 tokens (20 on average): lengths differ within a batch
         captions = [f"{i:03d} {c[: 12 + i % 9]}" for i, c in enumerate(color_items(1)[0])]
         self.requests = [ScoreRequest("img", c) for c in captions]
         self.ids = scorer._caption_ids(captions)
+        lengths = {len(c) for c in self.ids}
+        require(
+            len(set(captions)) == 729 and min(lengths) >= 16 and max(lengths) <= 24,
+            f"729 distinct candidates of 16-24 tokens (got {len(set(captions))}, {lengths})",
+        )
         self.caption_tokens = sum(len(c) for c in self.ids)
         # token-count limit: tokens the baseline runs / tokens the shared path runs
         everything = len(self.ids) * self.prefix_tokens + self.caption_tokens
         self.limit = everything / (self.prefix_tokens + self.caption_tokens)
-        text = scorer.model.config.get_text_config()
+        text = config.get_text_config()
         self.shape = f"{text.hidden_size} wide x {text.num_hidden_layers} layers"
+        self.baseline_batch = chunk
         scorer.score(self.requests[:2], {"img": self.image})  # warm-up (allocator, kernels)
+
+    def sweep(self, batches: list[int], candidates: int, repeats: int) -> None:
+        """The baseline's fastest batch size, timed on the first `candidates` candidates."""
+        ids = self.ids[:candidates]
+        paths = {
+            b: (lambda b=b: batched_no_sharing(self.scorer, self.prefix, ids, b)) for b in batches
+        }
+        runs = interleave(paths, repeats)
+        self.baseline_batch = min(batches, key=lambda b: runs[b].median)
+        times = ", ".join(f"{b}: {runs[b].median:.2f} s" for b in batches)
+        print(
+            f"  baseline batch sweep ({len(ids)} candidates, medians of {repeats}; "
+            f"{load_text(runs)}): {times} -> batch {self.baseline_batch}"
+        )
 
     def paths(self) -> dict[str, Callable[[], list[float]]]:
         scorer, images = self.scorer, {"img": self.image}
         return {
             "batched, no sharing": lambda: batched_no_sharing(
-                scorer, self.prefix, self.ids, self.chunk
+                scorer, self.prefix, self.ids, self.baseline_batch
             ),
             "shared, split attention (autocomp)": lambda: scorer.score(self.requests, images),
             "shared, repeated cache (before)": lambda: _repeated(scorer, self.requests, images),
@@ -189,30 +215,32 @@ def _argmax(values: list[float]) -> int:
 
 
 def generative(setup: Setup, repeats: int) -> None:
-    """Every path's median of `repeats`, its speed-up over the baseline and the fraction of the
-    token-count limit that is; every path's scores against the baseline's."""
-    paths, runs, scores = setup.paths(), {}, {}
-    for _ in range(repeats):  # interleaved: a change of the machine's load hits every path
-        for name, fn in paths.items():
-            t0 = time.perf_counter()
-            scores[name] = fn()
-            runs.setdefault(name, []).append(time.perf_counter() - t0)
-    times = {name: statistics.median(values) for name, values in runs.items()}
-    base = scores["batched, no sharing"]
+    """Every path's median of `repeats` (interleaved), its speed-up over the baseline at its
+    best batch and the fraction of the token-count limit that is; every path's scores against
+    the baseline's."""
+    runs = interleave(setup.paths(), repeats)
+    base = runs["batched, no sharing"]
+    for name, run in runs.items():
+        require(len(run.result) == len(setup.ids), f"{name}: {len(run.result)} scores")
     print(
         f"{setup.model} ({setup.shape}), prefix {setup.prefix_tokens} tokens "
-        f"({setup.image_tokens or 'few'} of image), {len(setup.ids)} candidates of "
-        f"{setup.caption_tokens / len(setup.ids):.1f} tokens, batches of {setup.chunk}, medians "
-        f"of {repeats}; token-count limit {setup.limit:.1f}x"
+        f"({setup.image_tokens} of image, counted in the prefix), {len(setup.ids)} candidates "
+        f"of {setup.caption_tokens / len(setup.ids):.1f} tokens; baseline batch "
+        f"{setup.baseline_batch}, autocomp chunk {setup.chunk}; medians of {repeats}, "
+        f"interleaved; token-count limit {setup.limit:.1f}x; {load_text(runs)}"
     )
-    print(f"  {'path':<38}{'s':>8}{'speed-up':>10}{'of limit':>10}{'max |diff|':>12}  argmax")
-    for name, wall in times.items():
-        ratio = times["batched, no sharing"] / wall
-        diff = max(abs(x - y) for x, y in zip(scores[name], base))
-        same = "same" if _argmax(scores[name]) == _argmax(base) else "DIFFERS"
+    print(
+        f"  {'path':<38}{'s':>8}{'speed-up':>10}{'of limit':>10}{'max |diff|':>12}  argmax"
+        f"  other cores  walls"
+    )
+    for name, run in runs.items():
+        ratio = base.median / run.median
+        diff = max(abs(x - y) for x, y in zip(run.result, base.result))
+        same = "same" if _argmax(run.result) == _argmax(base.result) else "DIFFERS"
+        share = "" if run is base else f"{ratio / setup.limit:.0%}"
         print(
-            f"  {name:<38}{wall:>8.2f}{ratio:>9.1f}x{ratio / setup.limit:>10.0%}{diff:>12.1e}"
-            f"  {same}"
+            f"  {name:<38}{run.median:>8.2f}{ratio:>9.1f}x{share:>10}"
+            f"{diff:>12.1e}  {same:<6}  {others_text(run.others):>11}  {run.walls}"
         )
 
 
@@ -273,76 +301,11 @@ def profile(setup: Setup) -> None:
         cache_class.batch_repeat_interleave = repeat
 
 
-def per_item_loop(scorer, items: list[list[str]], images: list) -> list[list[float]]:
-    """SugarCrepe-style: one item at a time, its image and all its captions, padded."""
-    import torch
-
-    model, out = scorer.model, []
-    with torch.inference_mode():
-        for image, captions in zip(images, items):
-            img = torch.nn.functional.normalize(
-                model.encode_image(scorer.preprocess(image).unsqueeze(0)), dim=-1
-            )
-            txt = torch.nn.functional.normalize(
-                model.encode_text(scorer.tokenizer(captions)), dim=-1
-            )
-            out.append(_scale(scorer, (txt @ img[0]).float()))
-    return out
-
-
-def batched_loop(scorer, items: list[list[str]], images: list, per: int = 8) -> list[list[float]]:
-    """CLIP_benchmark-style: batches of `per` items; images in one batch, the items' captions
-    in batches of 256, padded; no sharing of captions across items."""
-    import torch
-
-    model, out = scorer.model, []
-    with torch.inference_mode():
-        for start in range(0, len(items), per):
-            group, pics = items[start : start + per], images[start : start + per]
-            img = model.encode_image(torch.stack([scorer.preprocess(p) for p in pics]))
-            img = torch.nn.functional.normalize(img, dim=-1)
-            flat = [c for captions in group for c in captions]
-            txt = torch.cat([
-                model.encode_text(scorer.tokenizer(flat[i : i + 256]))
-                for i in range(0, len(flat), 256)
-            ])  # fmt: skip
-            txt = torch.nn.functional.normalize(txt, dim=-1)
-            offset = 0
-            for k, captions in enumerate(group):
-                rows = txt[offset : offset + len(captions)]
-                out.append(_scale(scorer, (rows @ img[k]).float()))
-                offset += len(captions)
-    return out
-
-
-def padded_distinct(scorer, items: list[list[str]], images: list) -> list[list[float]]:
-    """autocomp before length batching: distinct captions once, batches of 256, padded."""
-    import torch
-
-    texts = list(dict.fromkeys(c for captions in items for c in captions))
-    model = scorer.model
-    with torch.inference_mode():
-        img = model.encode_image(torch.stack([scorer.preprocess(p) for p in images]))
-        img = torch.nn.functional.normalize(img, dim=-1)
-        txt = torch.cat([
-            model.encode_text(scorer.tokenizer(texts[i : i + 256]))
-            for i in range(0, len(texts), 256)
-        ])  # fmt: skip
-        txt = torch.nn.functional.normalize(txt, dim=-1)
-    row = {t: i for i, t in enumerate(texts)}
-    return [
-        _scale(scorer, (txt[[row[c] for c in captions]] @ img[k]).float())
-        for k, captions in enumerate(items)
-    ]
-
-
-def _scale(scorer, cos) -> list[float]:
-    if scorer.entry.score == "sigmoid":
-        cos = scorer.model.logit_scale.exp() * cos + scorer.model.logit_bias
-    return cos.tolist()
+# ----------------------------------------------------------------------------- contrastive
 
 
 def autocomp(scorer, items: list[list[str]], images: list) -> list[list[float]]:
+    """autocomp's own path: `OpenClipScorer.score`, every item's candidates in one call."""
     scorer.tokens.clear()  # every run tokenizes afresh, as the baselines do
     requests = [ScoreRequest(f"img{k}", c) for k, captions in enumerate(items) for c in captions]
     flat = scorer.score(requests, {f"img{k}": p for k, p in enumerate(images)})
@@ -353,49 +316,95 @@ def autocomp(scorer, items: list[list[str]], images: list) -> list[list[float]]:
     return out
 
 
-def contrastive(model: str, count: int, repeats: int) -> None:
+def autocomp_uncapped(scorer, items: list[list[str]], images: list) -> list[list[float]]:
+    """autocomp as it was before its CPU text batches were bounded by the cache (256 a batch
+    whatever their length)."""
+    saved, scorer.text_positions = scorer.text_positions, None
+    try:
+        return autocomp(scorer, items, images)
+    finally:
+        scorer.text_positions = saved
+
+
+CONTRASTIVE_PATHS = {  # short name (--paths): (printed name, path)
+    "per-item": ("per-item loop (SugarCrepe-style)", per_item_loop),
+    "batched": ("batched loop (CLIP_benchmark-style)", batched_loop),
+    "padded": ("autocomp before length batching", padded_distinct),
+    "uncapped": ("autocomp, 256 a batch (before #26)", autocomp_uncapped),
+    "autocomp": ("autocomp", autocomp),
+}
+PEER = "batched loop (CLIP_benchmark-style)"
+
+
+def contrastive(model: str, n: int, count: int, repeats: int, chosen: list[str]) -> None:
+    """The `chosen` paths (always the batched peer loop and autocomp) on `count` Color N=`n`
+    items, interleaved; times, ratios to autocomp, and every path's scores and predictions
+    against the batched peer loop's."""
     import torch
 
     torch.set_grad_enabled(False)
-    items = color_items(count)
+    items = color_items(count, n)
     images = [Image.new("RGB", (64, 64), (10 * i % 256, 80, 160)) for i in range(count)]
     scorer = load_scorer(model, device="cpu")
     pairs = sum(len(c) for c in items)
     distinct = len({c for captions in items for c in captions})
-    paths = [
-        ("per-item loop (SugarCrepe-style)", per_item_loop),
-        ("batched loop (CLIP_benchmark-style)", batched_loop),
-        ("autocomp before length batching", padded_distinct),
-        ("autocomp", autocomp),
-    ]
-    results = {}
-    for name, fn in paths:
-        results[name] = median_time(lambda fn=fn: fn(scorer, items, images), repeats)
-    reference = results["autocomp before length batching"][1]
-    ours = results["autocomp"][0]
-    print(
-        f"{model} ({'causal, EOT-pooled' if scorer.trim else 'non-causal'} text tower), {count} "
-        f"Color N=3 items, {pairs:,} pairs, {distinct:,} distinct captions, medians of {repeats}:"
+    picked = [k for k in CONTRASTIVE_PATHS if k in {*chosen, "batched", "autocomp"}]
+    paths = {
+        CONTRASTIVE_PATHS[k][0]: (lambda fn=CONTRASTIVE_PATHS[k][1]: fn(scorer, items, images))
+        for k in picked
+    }
+    for k in picked:  # warm-up: allocator, kernels, the BPE cache
+        CONTRASTIVE_PATHS[k][1](scorer, items[:2], images[:2])
+    runs = interleave(paths, repeats)
+    for name, run in runs.items():
+        got = [len(x) for x in run.result]
+        require(got == [len(c) for c in items], f"{name}: scores per item {got[:3]}...")
+    reference, ours = runs[PEER].result, runs["autocomp"].median
+    batches = (
+        f"{scorer.text_batch} captions"
+        if scorer.text_positions is None
+        else f"up to {scorer.text_batch} captions and {scorer.text_positions:,} positions"
     )
-    print(f"  {'path':<38}{'s':>7}{'captions/s':>12}{'autocomp is':>13}{'max |diff|':>12}  same")
-    for name, (wall, scores) in results.items():
-        diff = max(abs(a - b) for x, y in zip(scores, reference) for a, b in zip(x, y))
-        same = all(
-            max(range(len(x)), key=x.__getitem__) == max(range(len(y)), key=y.__getitem__)
-            for x, y in zip(scores, reference)
-        )
+    print(
+        f"{model} ({'causal, EOT-pooled' if scorer.trim else 'non-causal'} text tower, context "
+        f"{scorer.context}), {count} Color N={n} items, {pairs:,} pairs, {distinct:,} distinct "
+        f"captions; autocomp text batches of {batches}; medians of {repeats}, interleaved; "
+        f"{load_text(runs)}"
+    )
+    print(
+        f"  {'path':<38}{'s':>7}{'captions/s':>12}{'autocomp is':>13}{'max |diff|':>12}"
+        f"  {'same argmax':<12}other cores  walls"
+    )
+    for name, run in runs.items():
+        diff = max(abs(a - b) for x, y in zip(run.result, reference) for a, b in zip(x, y))
+        same = sum(_argmax(x) == _argmax(y) for x, y in zip(run.result, reference))
+        verdict = "all" if same == count else f"{same}/{count} ({count - same} DIFFER)"
         print(
-            f"  {name:<38}{wall:>7.2f}{pairs / wall:>12,.0f}{wall / ours:>12.2f}x"
-            f"{diff:>12.1e}  {same}"
+            f"  {name:<38}{run.median:>7.2f}{pairs / run.median:>12,.0f}"
+            f"{run.median / ours:>12.2f}x{diff:>12.1e}  {verdict:<12}"
+            f"{others_text(run.others):>11}  {run.walls}"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["tiny-qwen2.5-vl", "tiny-llava"])
-    parser.add_argument("--items", type=int, default=40, help="Color N=3 items (contrastive)")
+    parser.add_argument("--contrastive-models", nargs="+", default=["tiny-clip", "tiny-siglip"])
+    parser.add_argument("--items", type=int, default=200, help="Color items per N (contrastive)")
+    parser.add_argument("--n", type=int, nargs="+", default=[2, 3], help="contrastive: N")
+    parser.add_argument(
+        "--paths", nargs="+", default=list(CONTRASTIVE_PATHS), choices=list(CONTRASTIVE_PATHS),
+        help="contrastive paths (the batched peer loop and autocomp always run)",
+    )  # fmt: skip
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--chunk", type=int, default=128, help="candidates per generative chunk")
+    parser.add_argument("--chunk", type=int, default=128, help="autocomp's generative chunk")
+    parser.add_argument("--image-tokens", type=int, default=576, help="generative (a square)")
+    parser.add_argument(
+        "--sweep", type=int, nargs="+", default=[8, 16, 32, 64, 128],
+        help="generative: the baseline's batch sizes to try",
+    )  # fmt: skip
+    parser.add_argument("--sweep-candidates", type=int, default=128)
+    parser.add_argument("--sweep-repeats", type=int, default=2)
     parser.add_argument("--width", type=int, default=256, help="generative: 0 = tiny as built")
     parser.add_argument("--layers", type=int, default=2, help="generative: with --width")
     parser.add_argument("--heads", type=int, default=8, help="generative: with --width")
@@ -403,15 +412,26 @@ def main() -> None:
     parser.add_argument("--skip-generative", action="store_true")
     parser.add_argument("--skip-contrastive", action="store_true")
     args = parser.parse_args()
+    import open_clip
+    import torch
+    import transformers
+
+    print(
+        f"machine: {cores()} cores, {cpu_model()}, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), transformers {transformers.__version__}, "
+        f"open_clip {open_clip.__version__}; load average {os.getloadavg()[0]:.1f} at the start"
+    )
     if not args.skip_contrastive:
         print("contrastive (CPU, tiny random-weight encoders):")
-        for model in ("tiny-clip", "tiny-siglip"):
-            contrastive(model, args.items, args.repeats)
+        for n in args.n:
+            for model in args.contrastive_models:
+                contrastive(model, n, args.items, args.repeats, args.paths)
     if not args.skip_generative:
         print("generative (CPU, random-weight VLMs):")
         wide = (args.width, args.layers, args.heads) if args.width else None
-        for model in args.models:  # Qwen-VL: 540 image tokens; LLaVA's tiny tower gives 17
-            setup = Setup(model, 540, args.chunk, wide)
+        for model in args.models:
+            setup = Setup(model, args.image_tokens, args.chunk, wide)
+            setup.sweep(args.sweep, args.sweep_candidates, args.sweep_repeats)
             generative(setup, args.repeats)
             if args.profile:
                 profile(setup)

@@ -154,3 +154,55 @@ def test_preprocessing_is_the_registrys(model):
     else:
         assert any(isinstance(s, CenterCrop) for s in steps)
     assert scorer.model.visual.image_size[0] == pre["resolution"]
+
+
+def _peer_loops():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from scoring_baselines import batched_loop, per_item_loop
+
+    return {"batched loop": batched_loop, "per-item loop": per_item_loop}
+
+
+def _argmax(values):
+    return max(range(len(values)), key=values.__getitem__)
+
+
+@pytest.mark.parametrize("model", ["tiny-clip", "tiny-siglip"])
+@pytest.mark.parametrize("n, count", [(2, 24), (3, 3)])
+def test_predictions_are_the_peer_loops(model, n, count):
+    """autocomp's scores and every item's prediction equal the CLIP_benchmark-style batched loop's
+    and the SugarCrepe-style per-item loop's (benchmarks/scoring_baselines.py), with the CPU
+    default's cache-bounded text batches (SigLIP: 128 captions of 64 positions, not 256)."""
+    from autocomp.protocol.concepts import sample_concepts
+    from autocomp.protocol.family import load_family
+    from autocomp.protocol.minimal import minimal_caption
+    from autocomp.protocol.negatives import build_candidates
+    from autocomp.scoring.contrastive import CPU_TEXT_FLOATS
+
+    family = load_family("color")
+    items = []
+    for c in sample_concepts(family, n, count, seed=1):
+        sets = build_candidates(
+            family, c.objects, c.labels, minimal_caption(family, c.objects, c.labels)
+        )
+        items.append([sets.caption, *sets.confusion])
+    pictures = [Image.new("RGB", (48, 40), (37 * i % 256, 90, 200 - 7 * i)) for i in range(count)]
+    scorer = load_scorer(model, device="cpu")
+    assert scorer.text_positions == CPU_TEXT_FLOATS // 64  # both tiny text towers are 64 wide
+    requests = [ScoreRequest(f"i{k}", t) for k, texts in enumerate(items) for t in texts]
+    flat = scorer.score(requests, {f"i{k}": p for k, p in enumerate(pictures)})
+    ours, offset = [], 0
+    for texts in items:
+        ours.append(flat[offset : offset + len(texts)])
+        offset += len(texts)
+    if not scorer.trim:  # every batch at the full 64 positions, within the budget
+        assert scorer.calls["text_positions"] <= scorer.calls["text_batches"] * 8192
+        assert scorer.calls["text_batches"] == -(-len(requests) // 128)
+    for name, loop in _peer_loops().items():
+        theirs = loop(scorer, items, pictures)
+        assert [_argmax(x) for x in ours] == [_argmax(y) for y in theirs], name
+        diff = max(abs(a - b) for x, y in zip(ours, theirs) for a, b in zip(x, y))
+        assert diff <= 1e-5, (name, diff)

@@ -14,6 +14,12 @@ Speed, with the same scores as open_clip's own `encode_text` (tests/scoring/test
   when the text tower is causal and pools at the end-of-text token (CLIP): positions after the
   EOT cannot change it. A non-causal tower (SigLIP: no mask, pools the last position) sees the
   padding, so it always runs at its full, fixed context (64 tokens).
+- On a CPU a text batch holds at most `CPU_TEXT_FLOATS` floats of the residual stream
+  (captions x positions x width; at most `batch_size` captions): past that the tower's
+  activations fall out of the core's cache and a caption costs up to twice as much (measured on
+  the tiny towers, 64 wide, and a ViT-B/16 text tower, 512 wide: docs/performance.md). A
+  SigLIP tower, which always runs its 64 positions, gets batches of 128 tiny captions instead
+  of 256. On a GPU the batch is what a quarter of the free memory holds.
 - Token ids are cached per (tokenizer, caption) in the process, so models with the same
   tokenizer scored in one process tokenize each caption once.
 - Captions longer than the context are truncated by the tokenizer, as in every CLIP evaluation;
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +41,7 @@ from autocomp.scoring.registry import ModelEntry
 
 WEIGHTS_DIR_ENV = "AUTOCOMP_WEIGHTS_DIR"
 TOKEN_CACHE_LIMIT = 1_000_000  # captions kept per tokenizer before the cache starts over
+CPU_TEXT_FLOATS = 2**19  # residual-stream floats (captions x positions x width) per CPU text batch
 _TOKEN_CACHE: dict[str, dict[str, tuple[Any, bool]]] = {}
 
 
@@ -90,6 +97,36 @@ def tokenizer_key(architecture: str) -> str:
     return json.dumps({k: text.get(k) for k in keys}, sort_keys=True)
 
 
+def text_batches(lengths: Sequence[int], most: int, positions: int | None) -> Iterator[range]:
+    """Consecutive batches over captions sorted by token length (`lengths`, ascending: what each
+    caption makes its batch run): each the longest run of at most `most` captions that, when
+    `positions` is given, holds at most that many positions (captions x its longest; a caption
+    longer than that alone). Lengths ascend, so that count is found by bisection."""
+    start, total = 0, len(lengths)
+    while start < total:
+        low, high = 1, min(most, total - start)
+        while positions and low < high:
+            mid = (low + high + 1) // 2
+            if mid * lengths[start + mid - 1] <= positions:
+                low = mid
+            else:
+                high = mid - 1
+        count = low if positions else high
+        yield range(start, start + count)
+        start += count
+
+
+def text_width(model: Any) -> int:
+    """The width of an open_clip model's text tower (its residual stream); 1024 if unknown (a
+    Hugging Face text tower)."""
+    for tower in (model, getattr(model, "text", None)):
+        for part in (tower, getattr(tower, "transformer", None)):
+            width = getattr(part, "width", None)
+            if isinstance(width, int):
+                return width
+    return 1024
+
+
 def text_batch_size(device: str, width: int, context: int, default: int) -> int:
     """Captions per text batch: `default` on a CPU; on a GPU, what a quarter of the free memory
     holds (activations of about 16 x width floats per token, between 64 and 4,096)."""
@@ -141,10 +178,13 @@ class OpenClipScorer(Scorer):
         self.context = int(self.tokenizer.context_length)
         self.trim = _trimmable(self.model)
         self.tokens = _TOKEN_CACHE.setdefault(tokenizer_key(entry.architecture), {})
-        width = int(getattr(self.model, "transformer", self.model).width) if self.trim else 1024
+        width = text_width(self.model)
         self.text_batch = text_batch or text_batch_size(
             self.device, width, self.context, batch_size
         )
+        # an explicit text_batch is kept as given; the CPU default is bounded by the cache
+        cpu = text_batch is None and not self.device.startswith("cuda")
+        self.text_positions = max(1, CPU_TEXT_FLOATS // width) if cpu else None
         self.calls = {
             "image_encodes": 0, "text_encodes": 0, "image_batches": 0, "text_batches": 0,
             "text_positions": 0,
@@ -205,10 +245,11 @@ class OpenClipScorer(Scorer):
         ids = torch.stack([self.tokens[t][0] for t in texts])
         lengths = ids.argmax(dim=-1) + 1 if self.trim else torch.full((len(texts),), self.context)
         order = torch.argsort(lengths, stable=True)
+        ordered = lengths[order].tolist()
         feats = torch.empty(len(texts), 0)
         with torch.inference_mode():
-            for start in range(0, len(texts), self.text_batch):
-                rows = order[start : start + self.text_batch]
+            for span in text_batches(ordered, self.text_batch, self.text_positions):
+                rows = order[span.start : span.stop]
                 batch = ids[rows]
                 if self.trim:
                     batch = batch[:, : int(lengths[rows].max())]
