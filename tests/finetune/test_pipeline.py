@@ -37,7 +37,7 @@ def test_pipeline_compiles_with_gpu_requests_and_paper_defaults(tmp_path):
         assert "accelerator" not in _executor_of(spec, task)["container"].get("resources", {})
     platform = docs[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     assert any("tolerations" in e for e in platform.values())
-    for task in ("fetch", "report"):  # the store steps get the S3 Secret
+    for task in ("split", "train", "report"):  # the store steps get the S3 Secret
         label = next(
             lbl
             for lbl, e in spec["deploymentSpec"]["executors"].items()

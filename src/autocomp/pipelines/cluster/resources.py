@@ -23,26 +23,23 @@ STEPS: dict[str, dict[str, Any]] = {
     "caption": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
                 "hub": True, "disk": "60Gi"},
     "render": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
-               "hub": True, "disk": "120Gi"},
+               "hub": True, "store": True, "disk": "120Gi"},
     "validate": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
-                 "hub": True, "disk": "120Gi"},
-    "collect": {"cpu": "2", "memory": "4G", "cache": True},  # tables only
-    "curate": {"cpu": "2", "memory": "8G", "cache": True},  # tables only
-    "negatives": {"cpu": "4", "memory": "8G", "cache": True},
+                 "hub": True, "store": True, "disk": "120Gi"},
+    "curate": {"cpu": "2", "memory": "8G", "cache": True, "store": True},  # tables only
+    "negatives": {"cpu": "4", "memory": "8G", "cache": True, "store": True},
     "publish": {"cpu": "4", "memory": "16G", "cache": False, "retries": 3, "store": True,
                 "disk": "400Gi"},  # every shard's images, then the embedded Parquet
-    "fetch": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
-              "disk": "200Gi"},
     "select_models": {"cpu": "1", "memory": "1G", "cache": False},
-    "collect_scores": {"cpu": "2", "memory": "4G", "cache": False},
+    "collect_scores": {"cpu": "2", "memory": "4G", "cache": False, "store": True},
     "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
                "disk": "200Gi"},
     "finetune_split": {"cpu": "2", "memory": "8G", "cache": True, "store": True},
     "finetune_plan": {"cpu": "1", "memory": "1G", "cache": False},
     "finetune_train": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 2,
-                       "hub": True, "disk": "120Gi"},
+                       "hub": True, "store": True, "disk": "120Gi"},
     "finetune_score": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
-                       "hub": True, "disk": "120Gi"},
+                       "hub": True, "store": True, "disk": "120Gi"},
     "finetune_report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
 }  # fmt: skip
 SECRET = "autocomp-s3"
