@@ -16,6 +16,7 @@ failures are not transient).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,10 @@ class StoredRun:
         done: set[str] = set()
         for index in self.parts:
             done.update(self._read(index, "predictions", ["sample_id"]).column(0).to_pylist())
+        if self.parts:  # one line: what an earlier, killed or preempted, attempt left
+            model, parts = self.record["model"], len(self.parts)
+            note = f"resuming after {parts} committed part(s) ({len(done)} items)"
+            print(f"score {model}: {note}; scoring only the rest", file=sys.stderr)
         return done, max(self.parts, default=-1) + 1
 
     def commit(self, index: int) -> None:

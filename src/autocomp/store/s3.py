@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,17 @@ from autocomp.store.transfer import DEFAULT_WORKERS
 FULL_CODES = {"XMinioStorageFull", "StorageFull", "QuotaExceeded", "XMinioAdminBucketQuotaExceeded",
               "InsufficientStorage", "XAmzContentSHA256Mismatch_Full"}  # fmt: skip
 READ_AHEAD = 8 << 20  # bytes fetched at once when a file is read in sequence
+# bytes this process moved to and from S3 stores, and requests made (what the scale simulation
+# reports per step; copies inside the store move nothing through the process)
+TRAFFIC = {"read": 0, "written": 0, "requests": 0}
+_TRAFFIC_LOCK = threading.Lock()
+
+
+def _count(read: int = 0, written: int = 0) -> None:
+    with _TRAFFIC_LOCK:
+        TRAFFIC["read"] += read
+        TRAFFIC["written"] += written
+        TRAFFIC["requests"] += 1
 
 
 def _transient(exc: BaseException) -> bool:
@@ -130,6 +142,7 @@ class S3Writer(OutputWriter):
         key = self.store._key(self.name, rel)
         if self.store._retry(f"checking {key}", lambda: self.store._remote_sha(key)) == sha256:
             return
+        _count(written=path.stat().st_size)
         self.store._retry(
             f"uploading {key}",
             lambda: self.store.client.fput_object(
@@ -281,7 +294,9 @@ class S3Store:
                     return None
                 raise
             try:
-                return response.read()
+                data = response.read()
+                _count(read=len(data))
+                return data
             finally:
                 response.close()
                 response.release_conn()
@@ -290,6 +305,7 @@ class S3Store:
 
     def _put(self, key: str, data: bytes, sha256: str | None, kind: str = "") -> None:
         metadata = {"sha256": sha256} if sha256 else None
+        _count(written=len(data))
         self._retry(
             f"writing {key}",
             lambda: self.client.put_object(
@@ -337,7 +353,10 @@ class S3Store:
                     on_file(f["path"])
         return writer.done or manifest
 
-    def get(self, name: str, folder: str | Path) -> dict[str, Any]:
+    def get(
+        self, name: str, folder: str | Path, only: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]:
+        """The output's files (`only`: those whose path it accepts) into `folder`, verified."""
         manifest = self.manifest(name)
         if manifest is None:
             raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
@@ -348,8 +367,9 @@ class S3Store:
                 f"downloading {key}",
                 lambda: self.client.fget_object(self.bucket, key, str(target)),
             )
+            _count(read=target.stat().st_size)
 
-        _fetch_verified(manifest, Path(folder), fetch)
+        _fetch_verified(manifest, Path(folder), fetch, only)
         return manifest
 
     def get_file(self, name: str, path: str, target: str | Path) -> Path:
@@ -363,6 +383,7 @@ class S3Store:
             self._retry(
                 f"downloading {key}", lambda: self.client.fget_object(self.bucket, key, str(tmp))
             )
+            _count(read=tmp.stat().st_size)
             if file_sha256(tmp) != entry["sha256"]:
                 raise StorageError(f"{path}: content does not match the manifest's SHA-256")
         return Path(target)

@@ -73,7 +73,9 @@ class Store(Protocol):
 
     def manifest(self, name: str) -> dict[str, Any] | None: ...
     def put(self, name: str, folder: str | Path, made_by: dict | None = None) -> dict: ...
-    def get(self, name: str, folder: str | Path) -> dict[str, Any]: ...
+    def get(
+        self, name: str, folder: str | Path, only: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]: ...
     def get_file(self, name: str, path: str, target: str | Path) -> Path: ...
     def outputs(self, prefix: str = "") -> list[str]: ...
     def writer(self, name: str, made_by: dict | None = None) -> OutputWriter: ...
@@ -129,11 +131,16 @@ def _verify(folder: Path, manifest: dict[str, Any]) -> None:
 
 
 def _fetch_verified(
-    manifest: dict[str, Any], folder: Path, fetch: Callable[[str, Path], None]
+    manifest: dict[str, Any],
+    folder: Path,
+    fetch: Callable[[str, Path], None],
+    only: Callable[[str], bool] | None = None,
 ) -> None:
-    """Fetch every file of an output into a staging folder beside `folder`, verify them all
-    against the manifest, and only then move them into place: a tampered or truncated object
-    never lands under the output folder."""
+    """Fetch every file of an output (`only`: those whose path it accepts) into a staging
+    folder beside `folder`, verify them all against the manifest, and only then move them into
+    place: a tampered or truncated object never lands under the output folder."""
+    if only is not None:
+        manifest = {**manifest, "files": [f for f in manifest["files"] if only(f["path"])]}
     folder.mkdir(parents=True, exist_ok=True)
     sweep_stale(folder)  # what a killed fetch was staging
     with scratch_folder(folder / "fetch") as staging:
@@ -380,12 +387,16 @@ class LocalStore:
                 (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         return manifest
 
-    def get(self, name: str, folder: str | Path) -> dict[str, Any]:
+    def get(
+        self, name: str, folder: str | Path, only: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]:
+        """The output's files (`only`: those whose path it accepts) into `folder`, verified."""
         manifest = self.manifest(name)
         if manifest is None:
             raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
         source = self._path(name)
-        _fetch_verified(manifest, Path(folder), lambda p, t: shutil.copyfile(source / p, t))
+        copy = lambda p, t: shutil.copyfile(source / p, t)  # noqa: E731
+        _fetch_verified(manifest, Path(folder), copy, only)
         return manifest
 
     def get_file(self, name: str, path: str, target: str | Path) -> Path:

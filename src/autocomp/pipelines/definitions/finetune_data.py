@@ -62,9 +62,10 @@ def split_to_store(store: str, name: str, config: Any, seed: int, out: str | Pat
     with tempfile.TemporaryDirectory(prefix="evaluation-") as work:
         copy_rows(source, keep, store, evaluation, work, document)
     columns = [c for c in source.schema.names if c != "image"]  # what the report reads
-    rows = [b.filter(keep(b)).select(columns) for b in source.batches(columns=columns)]
-    table = pa.Table.from_batches(rows) if rows else source.schema.empty_table().select(columns)
-    pq.write_table(table, out / "evaluation-rows.parquet", compression="zstd")
+    schema = pa.schema([source.schema.field(c) for c in columns])
+    with pq.ParquetWriter(out / "evaluation-rows.parquet", schema, compression="zstd") as rows:
+        for batch in source.batches(columns=columns):  # streamed: one batch in memory
+            rows.write_batch(batch.filter(keep(batch)))
     results = f"{prefix}/results"
     location = Location(store, prefix, {"evaluation": evaluation, "results": results})
     location.write(out)

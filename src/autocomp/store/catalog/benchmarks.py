@@ -256,3 +256,23 @@ def open_published(store_uri: str, name: str) -> Benchmark:
     found = open_stored(store_uri, f"benchmarks/{name}")
     found.name = name
     return found
+
+
+def fetch_view(
+    store_uri: str, name: str, folder: str | Path, drop: tuple[str, ...] = ("image",)
+) -> Path:
+    """The benchmark folder output `name` in `folder` without the columns in `drop` (the
+    report reads the table, never the images): each part read from the store by range and
+    written without them (its metadata kept), the output's other top-level files (concepts,
+    survival, card) fetched as they are. Disk: the benchmark's text, not its images."""
+    found = open_stored(store_uri, name)
+    folder = Path(folder)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for part in found.files:
+        opened = part.open()  # type: ignore[union-attr]
+        keep = [c for c in opened.schema_arrow.names if c not in drop]
+        table = opened.read(columns=keep)
+        pq.write_table(table, folder / "data" / part.name, compression="zstd")
+    data = {f"data/{p.name}" for p in found.files}
+    open_store(store_uri).get(name, folder, only=lambda p: "/" not in p and p not in data)
+    return folder
