@@ -10,7 +10,6 @@ the fix. The credentials themselves are never printed.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import threading
@@ -38,12 +37,11 @@ from autocomp.store.storage import (
     file_sha256,
     manifest_entry,
 )
-from autocomp.store.transfer import DEFAULT_WORKERS
+from autocomp.store.transfer import DEFAULT_WORKERS, RangeFile
 
 # S3 error codes of a store that has no room left (MinIO, S3 quotas, SeaweedFS's S3 gateway)
 FULL_CODES = {"XMinioStorageFull", "StorageFull", "QuotaExceeded", "XMinioAdminBucketQuotaExceeded",
               "InsufficientStorage", "XAmzContentSHA256Mismatch_Full"}  # fmt: skip
-READ_AHEAD = 8 << 20  # bytes fetched at once when a file is read in sequence
 # bytes this process moved to and from S3 stores, and requests made (what the scale simulation
 # reports per step; copies inside the store move nothing through the process)
 TRAFFIC = {"read": 0, "written": 0, "requests": 0}
@@ -64,66 +62,6 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, S3Error):
         return exc.code in {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout"}
     return isinstance(exc, Urllib3Error | ConnectionError | TimeoutError)
-
-
-class RangeFile(io.RawIOBase):
-    """A read-only, seekable file over ranged reads (`fetch(offset, length) -> bytes`). Reads
-    that continue where the last one ended fetch `block` bytes at once (one request per block
-    of a sequential scan); a read elsewhere (a Parquet footer, one column) fetches only itself.
-    At most one block is held."""
-
-    def __init__(
-        self, fetch: Callable[[int, int], bytes], size: int, name: str, block: int = READ_AHEAD
-    ) -> None:
-        super().__init__()
-        self._fetch, self._size, self.name, self._block = fetch, size, name, block
-        self._pos, self._last_end = 0, -1
-        self._cache_start, self._cache = 0, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def size(self) -> int:
-        return self._size
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            n = self._size - self._pos
-        n = min(n, self._size - self._pos)
-        if n <= 0:
-            return b""
-        start, end = self._pos, self._pos + n
-        cached = self._cache_start <= start and end <= self._cache_start + len(self._cache)
-        if cached:
-            data = self._cache[start - self._cache_start : end - self._cache_start]
-        else:
-            want = min(max(n, self._block) if start == self._last_end else n, self._size - start)
-            chunk = self._fetch(start, want)
-            if len(chunk) != want:
-                raise StorageError(f"{self.name}: short read at {start} ({len(chunk)} of {want})")
-            self._cache_start, self._cache = (start, chunk) if want > n else (0, b"")
-            data = chunk[:n]
-        self._pos = self._last_end = end
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def readall(self) -> bytes:
-        return self.read(-1)
 
 
 class S3Writer(OutputWriter):

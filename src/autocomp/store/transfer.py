@@ -1,23 +1,27 @@
 """Parallel transfers with bounded memory: the one helper the store's bulk movers use (publish's
-image fetches and shard uploads, the streaming writer's uploads, the score step's read-ahead).
+image fetches and shard uploads, the streaming writer's uploads, the score step's read-ahead),
+and `RangeFile`, a read-only file over ranged reads (what pyarrow streams a Parquet file of a
+store through).
 
-`ordered_map` runs `fn` over `items` on `workers` threads and yields the results in input order,
-never holding more than `ahead` results (done or in flight) at once, so a stream of large
+`ordered_map` runs `fn` over `items` on `workers` threads and yields the results in input
+order, never holding more than `ahead` results (done or in flight) at once, so a stream of large
 objects (images, Parquet shards) costs `ahead` objects of memory whatever its length. The first
 failure is raised in order, after the work already started has finished or been cancelled.
 """
 
 from __future__ import annotations
 
+import io
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 DEFAULT_WORKERS = 8  # concurrent requests per step: S3 servers answer them in parallel
+READ_AHEAD = 8 << 20  # bytes fetched at once when a file is read in sequence (RangeFile)
 
 
 def ordered_map(
@@ -86,3 +90,63 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
                 slots.get_nowait()
             except queue.Empty:
                 thread.join(0.1)
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable file over ranged reads (`fetch(offset, length) -> bytes`). Reads
+    that continue where the last one ended fetch `block` bytes at once (one request per block
+    of a sequential scan); a read elsewhere (a Parquet footer, one column) fetches only itself.
+    At most one block is held."""
+
+    def __init__(
+        self, fetch: Callable[[int, int], bytes], size: int, name: str, block: int = READ_AHEAD
+    ) -> None:
+        super().__init__()
+        self._fetch, self._size, self.name, self._block = fetch, size, name, block
+        self._pos, self._last_end = 0, -1
+        self._cache_start, self._cache = 0, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def size(self) -> int:
+        return self._size
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            n = self._size - self._pos
+        n = min(n, self._size - self._pos)
+        if n <= 0:
+            return b""
+        start, end = self._pos, self._pos + n
+        cached = self._cache_start <= start and end <= self._cache_start + len(self._cache)
+        if cached:
+            data = self._cache[start - self._cache_start : end - self._cache_start]
+        else:
+            want = min(max(n, self._block) if start == self._last_end else n, self._size - start)
+            chunk = self._fetch(start, want)
+            if len(chunk) != want:
+                raise OSError(f"{self.name}: short read at {start} ({len(chunk)} of {want})")
+            self._cache_start, self._cache = (start, chunk) if want > n else (0, b"")
+            data = chunk[:n]
+        self._pos = self._last_end = end
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readall(self) -> bytes:
+        return self.read(-1)

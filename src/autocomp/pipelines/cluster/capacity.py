@@ -248,7 +248,7 @@ def _stream_memory(made: Plan) -> float:
     and the batch being used, STREAM_ROWS rows each (images encoded and decoded), the range
     reader's block, and the done-set of a resumed run (one id per row)."""
     from autocomp.store.catalog.benchmarks import STREAM_ROWS
-    from autocomp.store.s3 import READ_AHEAD
+    from autocomp.store.transfer import READ_AHEAD
 
     return 3 * STREAM_ROWS * 2 * made.image_bytes + READ_AHEAD + made.rows * 64
 
