@@ -37,7 +37,7 @@ from autocomp.scoring.checks import (
 from autocomp.scoring.items import chunks, stream_items
 from autocomp.scoring.modes import mode_for
 from autocomp.scoring.registry import ModelEntry
-from autocomp.scoring.runstore import StoredRun, covers, fetch_summary
+from autocomp.scoring.runstore import StoredRun, covers, fetch_summary, part_log
 from autocomp.scoring.specs import parse_specs, resolve_spec
 from autocomp.store.catalog.benchmarks import (
     Benchmark,
@@ -115,6 +115,7 @@ def score(
                 previous = json.loads((run.folder / RUN_FILE).read_text())
                 if covers(previous, config.limit, source.rows):
                     fetch_summary(target, key, run)  # a published run is not scored again
+                    part_log(target, record).clear()  # what a publish killed at its end left
                     continue
                 # a lower limit there is extended here and published again
                 target.get(key, run.folder)
