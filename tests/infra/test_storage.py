@@ -282,3 +282,64 @@ def test_local_store_hides_staging_and_sweeps_killed_writers(tmp_path):
     assert store.outputs() == []  # a staging folder with a manifest is not an output
     store.put("benchmarks/run-1", _output(tmp_path / "out"))
     assert store.outputs() == ["benchmarks/run-1"] and not stale.exists()
+
+
+def test_s3_full_unreachable_or_refusing_store_stops_with_one_line(s3_env, tmp_path):
+    """A full store, a store that refuses the write and one that does not answer: each stops
+    the step with one line naming the store, the key and the fix, and leaves nothing visible."""
+    from minio.error import S3Error
+
+    store = S3Store("s3://autocomp/faults", retries=1, backoff=0.01)
+    key = "work/render/k/images/c1/minimal.png"
+    original = store.client.put_object
+    for code, kind, fix in (("XMinioStorageFull", StorageError, "the store is full"),
+                            ("AccessDenied", UsageError, "refuses the write")):  # fmt: skip
+
+        def answer(*args, code=code, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            raise S3Error(None, code, "refused", "/autocomp", "req", "host")
+
+        store.client.put_object = answer
+        with pytest.raises(kind) as info:
+            store.write_bytes(key, b"png")
+        text = str(info.value)
+        assert "\n" not in text and "s3://autocomp/faults" in text and key in text, text
+        assert fix in text and "127.0.0.1" in text, text
+    store.client.put_object = original
+    s3_env.up = False
+    try:
+        with pytest.raises(StorageError) as info:
+            store.write_bytes(key, b"png")
+    finally:
+        s3_env.up = True
+    text = str(info.value)
+    assert "unreachable" in text and key in text and "AUTOCOMP_S3_ENDPOINT" in text
+    assert "re-run the step" in text and "\n" not in text
+    # a streamed output whose upload fails half-way is not visible
+    store.client.put_object = lambda *a, **k: (_ for _ in ()).throw(
+        S3Error(None, "XMinioStorageFull", "full", "/autocomp", "req", "host")
+    )
+    with pytest.raises(StorageError), store.writer("benchmarks/half") as writer:
+        writer.add_bytes("README.md", b"card")
+        writer.add_bytes("data/part-0.parquet", b"PAR1")
+    store.client.put_object = original
+    assert store.manifest("benchmarks/half") is None and store.outputs("benchmarks/") == []
+    assert store.stat(key) is None
+
+
+def test_s3_objects_ranges_listing_and_copies(s3_env, tmp_path):
+    store = S3Store("s3://autocomp/objects")
+    store.write_bytes("work/a/x.bin", bytes(range(256)) * 64)
+    assert store.stat("work/a/x.bin").size == 256 * 64 and store.stat("work/a/none") is None
+    handle = store.open("work/a/x.bin")
+    handle.seek(1000)
+    assert handle.read(24) == (bytes(range(256)) * 64)[1000:1024]
+    assert [o.key for o in store.list("work")] == ["work/a/x.bin"]
+    assert store.read_bytes("work/a/none", missing_ok=True) is None
+    with store.writer("out/copy") as writer:
+        import hashlib
+
+        data = bytes(range(256)) * 64
+        writer.add_copy("x.bin", "work/a/x.bin", len(data), hashlib.sha256(data).hexdigest())
+    store.get("out/copy", tmp_path / "copy")
+    assert (tmp_path / "copy" / "x.bin").read_bytes() == data
+    assert store.delete("work") == 1 and store.list("work") == []

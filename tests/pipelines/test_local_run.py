@@ -94,7 +94,7 @@ def test_every_task_has_its_log(local_run):
     logs = {p.stem for p in (out / "logs").glob("*.log")}
     assert logs == done | {"kfp"}
     assert {"sample", "caption", "render-0", "render-1", "validate-0", "validate-1", "publish",
-            "fetch", "score-cpu-tiny-clip", "score-cpu-tiny-siglip", "score-cpu-tiny-qwen2.5-vl",
+            "score-cpu-tiny-clip", "score-cpu-tiny-siglip", "score-cpu-tiny-qwen2.5-vl",
             "report"} <= logs  # fmt: skip
     assert "Executing task 'render'" in (out / "logs" / "render-1.log").read_text()
     assert "rendering" not in (out / "logs" / "sample.log").read_text().lower()

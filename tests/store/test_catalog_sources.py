@@ -21,7 +21,7 @@ from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.store.catalog import ids
 from autocomp.store.catalog.benchmarks import resolve_benchmark
 from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
-from autocomp.store.publish import publish_stage
+from autocomp.store.publish import build_dataset, publish_stage
 from autocomp.store.storage import open_store
 
 SOURCES = ("table", "published", "parts", "store")
@@ -49,6 +49,7 @@ def sources(tmp_path_factory):
     negatives_stage(root / "curated.parquet", table, NegativesConfig(workers=1))
     store = root / "store"
     publish_stage(table, root, root / "work", str(store), NAME)
+    build_dataset(table, root, root / "published", NAME)  # the layout publish puts in the store
     (root / "parts").mkdir()
     whole = pq.read_table(table)
     pq.write_table(whole.slice(0, 5), root / "parts" / "part-0.parquet")
@@ -57,7 +58,7 @@ def sources(tmp_path_factory):
         "root": root,
         "store": str(store),
         "table": (table, root),
-        "published": (root / "work", None),  # what publish_stage put in the store
+        "published": (root / "published", None),
         "parts": (root / "parts", root),
     }
 

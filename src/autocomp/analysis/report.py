@@ -345,6 +345,10 @@ def _unique_names(plots: list[draw.Plot]) -> list[draw.Plot]:
     return plots
 
 
+def _not_scores(path: str) -> bool:
+    return not path.startswith("scores/")
+
+
 def assemble_run(store: Any, name: str, run: Path, option: str = "--name") -> Path:
     """Fetch benchmark `name` of a store into a run folder: benchmarks/<name> as benchmark/,
     every results/<name>/<model> as results/<model>, and human/<name>, judges/<name> when the
@@ -352,10 +356,14 @@ def assemble_run(store: Any, name: str, run: Path, option: str = "--name") -> Pa
     if store.manifest(f"benchmarks/{name}") is None:
         raise UsageError(option, name, f"is not a benchmark in {store.uri}; give a name under "
                          "benchmarks/ there")  # fmt: skip
-    store.get(f"benchmarks/{name}", run / "benchmark")
+    from autocomp.store.catalog.benchmarks import fetch_view
+
+    # only what the report reads: the benchmark's table without its images, and each run
+    # without its per-candidate scores
+    fetch_view(store.uri, f"benchmarks/{name}", run / "benchmark")
     prefix = f"results/{name}/"
     for key in store.outputs(prefix):
-        store.get(key, run / "results" / key[len(prefix) :])
+        store.get(key, run / "results" / key[len(prefix) :], only=_not_scores)
     for extra in ("human", "judges"):
         if store.manifest(f"{extra}/{name}") is not None:
             store.get(f"{extra}/{name}", run / extra)

@@ -4,8 +4,8 @@ Bad input exits with code 2 and one line on stderr that names the input, the val
 UsageError from the stages, argparse's own complaints (one line, not its usage block), and file
 system errors on the paths a user gave. Ctrl-C exits 130 after the stage has removed its partial
 output. A store that stays unreachable after its retries exits 1, also with one line. The verbs
-live in one module per group (protocol, generation, scoring, imports, pipelines, report, audit,
-finetune).
+live in one module per group (protocol, generation, scoring, imports, pipelines, plan, report,
+audit, finetune).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from autocomp.cli import (
     generation,
     imports,
     pipelines,
+    plan,
     protocol,
     report,
     scoring,
@@ -30,7 +31,7 @@ from autocomp.cli import (
 from autocomp.errors import UsageError
 from autocomp.store.storage import StorageError
 
-GROUPS = (protocol, generation, scoring, imports, pipelines, report, audit, finetune)
+GROUPS = (protocol, generation, scoring, imports, pipelines, plan, report, audit, finetune)
 
 
 class OneLineParser(argparse.ArgumentParser):

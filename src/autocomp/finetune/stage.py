@@ -49,6 +49,7 @@ def train(
     images_root: str | Path | None = None,
     device: str | None = None,
     progress: Callable[[int], None] | None = None,
+    on_checkpoint: Callable[[], None] | None = None,
 ) -> TrainResult:
     from autocomp.scoring.registry import get_model
 
@@ -65,8 +66,9 @@ def train(
         "split_sha": file_sha256(Path(split_file)),
     }
     return finetune(
-        base, train_rows, val_rows, kind, config, seed, out, images_root, device, data, progress
-    )
+        base, train_rows, val_rows, kind, config, seed, out, images_root, device, data, progress,
+        on_checkpoint,
+    )  # fmt: skip
 
 
 def resolve_entry(model: str | Path) -> ModelEntry:

@@ -234,8 +234,11 @@ def finetune(
     device: str | None = None,
     data: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    on_checkpoint: Callable[[], None] | None = None,
 ) -> TrainResult:
-    """Fine-tune `base` on the training rows; early stopping on validation Confusion accuracy."""
+    """Fine-tune `base` on the training rows; early stopping on validation Confusion accuracy.
+    `on_checkpoint()`: after each evaluation's state is saved (the pipeline's train step
+    commits the folder to the store then, so a preempted pod's successor resumes from it)."""
     import numpy as np
     import torch
 
@@ -327,6 +330,8 @@ def finetune(
                 },
                 tmp,
             )
+        if on_checkpoint:
+            on_checkpoint()
 
     if step == 0 and not curve:  # the pretrained model is the first candidate for "best"
         checkpoint(evaluate(enc, base.score, val_rows, root))

@@ -7,12 +7,14 @@ concept id), so the A/B pair differs only in its caption. Every image has its ow
 with the same shards and batch size is bit-identical, and another batch size changes pixels only
 by float rounding (measured: at most 1 level in under 0.02 % of pixels).
 
-Images are PNG (lossless) at `images/<concept_id>/<condition>.png` under the stage folder, each
-with a `autocomp` PNG text chunk (prompt, seed, model, settings). An image is written atomically;
-on a re-run, images that already exist and decode are reused (a killed shard resumes where it
-stopped), then the shard's table is written. The table does not say which images were reused, so
-a resumed shard is byte-identical to one that ran through (at the same batch size; the summary
-counts the reused images).
+Images are PNG (lossless) at `images/<concept_id>/<condition>.png` under the stage folder (the
+CLI) or under a prefix of a store (the pipelines: `images=StoreImages(...)`, so no image passes
+through a KFP artifact), each with a `autocomp` PNG text chunk (prompt, seed, model, settings).
+An image is written atomically (a local rename, an S3 PUT) as soon as it is rendered; on a
+re-run, images that already exist and decode are reused (a killed or preempted shard resumes
+where it stopped), then the shard's table is written. The table does not say which images were
+reused, so a resumed shard is byte-identical to one that ran through (at the same batch size;
+the summary counts the reused images).
 
 render table (one row per sample):
     sample_id, concept_id, family, n, objects, attributes, condition, caption,
@@ -42,6 +44,7 @@ from autocomp.generation.registry import (
 from autocomp.store.atomic import atomic_path
 from autocomp.store.catalog import ids
 from autocomp.store.catalog.schemas import RENDER_SCHEMA
+from autocomp.store.images import ImageFolder, Images
 from autocomp.store.shards import (
     check_shard_args,
     input_digest,
@@ -152,28 +155,55 @@ def load_renderer(name: str, device: str | None = None, **overrides: Any) -> Ren
     return Renderer(get_generation_model("renderer", name), device=device, **overrides)
 
 
-def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
-    """Write a PNG atomically with an `autocomp` text chunk; return the file's SHA-256."""
+def encode_png(image: Any, info: dict[str, Any]) -> bytes:
+    """The PNG file of an image, with an `autocomp` text chunk."""
+    import io
+
     from PIL.PngImagePlugin import PngInfo
 
     meta = PngInfo()
     meta.add_text("autocomp", json.dumps(info, sort_keys=True))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", pnginfo=meta)
+    return buffer.getvalue()
+
+
+def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
+    """Write a PNG atomically with an `autocomp` text chunk; return the file's SHA-256."""
+    data = encode_png(image, info)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
-        image.save(tmp, format="PNG", pnginfo=meta)
-    return file_sha256(path)
+        tmp.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
 
 
-def _existing(path: Path) -> tuple[int, int] | None:
-    """(width, height) of an image already on disk that decodes, else None."""
+def _existing(path: Path | bytes) -> tuple[int, int] | None:
+    """(width, height) of an image already there (a file, or its bytes) that decodes, else
+    None."""
+    import io
+
     from PIL import Image
 
     try:
-        with Image.open(path) as image:
+        with Image.open(io.BytesIO(path) if isinstance(path, bytes) else path) as image:
             image.load()
             return image.size
     except (OSError, ValueError):
         return None
+
+
+def _reusable(images: Images, ref: str, present: set[str] | None) -> tuple[tuple, str] | None:
+    """((width, height), SHA-256) of an image a killed run already wrote, if it decodes.
+    `present`: the references a store holds (one listing per shard; a folder is looked at)."""
+    if isinstance(images, ImageFolder):
+        path = images.root / ref
+        size = _existing(path)
+        return (size, file_sha256(path)) if size else None
+    if present is None or ref not in present:
+        return None
+    data = images.read(ref)
+    size = _existing(data)
+    return (size, hashlib.sha256(data).hexdigest()) if size else None
 
 
 def check_config(config: RenderConfig) -> GenerationModel:
@@ -195,11 +225,14 @@ def render_stage(
     shard: int | None = None,
     progress: Callable[[int], None] | None = None,
     load: Callable[[], Renderer] | None = None,
+    images: Images | None = None,
 ) -> dict[str, int]:
-    """`autocomp render`: images and render table for the selected shards; returns counts."""
+    """`autocomp render`: images and render table for the selected shards; returns counts.
+    The tables go to `out`; the images to `images` (default: `out` itself, as images/...)."""
     entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
     folder = prepare_folder(out)
+    images = images or ImageFolder(folder)
     table, _ = read_stage(captions, "captions", "--captions")
     require_columns(
         captions,
@@ -208,12 +241,7 @@ def render_stage(
         "give the caption stage's output folder",
     )
     settings = {**entry.settings, **config.settings}
-    record = {
-        "renderer": entry.record(config.settings),
-        "seed": config.seed,
-        "num_shards": config.num_shards,
-        "input_sha256": input_digest(captions, "captions", "--captions"),
-    }
+    record = render_record(captions, config)
     todo = unfinished(folder, "render", shards, config.num_shards, record)
     summary = {"images": 0, "reused": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:
@@ -222,22 +250,23 @@ def render_stage(
     all_samples = samples(table, config.seed)
     for s in todo:
         mine = [x for x in all_samples if shard_of(x["concept_id"], config.num_shards) == s]
+        present = None if isinstance(images, ImageFolder) else images.present("images")
         rows = []
         for start in range(0, len(mine), config.batch_size):
             batch = mine[start : start + config.batch_size]
-            paths = [folder / "images" / f"{x['sample_id']}.png" for x in batch]
-            sizes = [_existing(p) for p in paths]
-            need = [i for i, size in enumerate(sizes) if size is None]
+            refs = [f"images/{x['sample_id']}.png" for x in batch]
+            found = [_reusable(images, ref, present) for ref in refs]
+            need = [i for i, got in enumerate(found) if got is None]
             if need:
                 model = model or (
                     load()
                     if load
                     else load_renderer(config.renderer, config.device, **config.settings)
                 )
-                images = model.render(
+                rendered = model.render(
                     [batch[i]["caption"] for i in need], [batch[i]["seed"] for i in need]
                 )
-                for i, image in zip(need, images):
+                for i, image in zip(need, rendered):
                     info = {
                         "prompt": batch[i]["caption"],
                         "seed": batch[i]["seed"],
@@ -245,17 +274,19 @@ def render_stage(
                         "weights": entry.weights,
                         "settings": settings,
                     }
-                    save_png(image, paths[i], info)
-                    sizes[i] = image.size
+                    data = encode_png(image, info)
+                    images.write(refs[i], data)
+                    found[i] = (image.size, hashlib.sha256(data).hexdigest())
             for i, x in enumerate(batch):
+                (width, height), sha = found[i]  # type: ignore[misc]
                 rows.append(
                     {
                         **x,
-                        "image": str(paths[i].relative_to(folder)),
+                        "image": refs[i],
                         "renderer": entry.name,
-                        "width": sizes[i][0],
-                        "height": sizes[i][1],
-                        "sha256": file_sha256(paths[i]),
+                        "width": width,
+                        "height": height,
+                        "sha256": sha,
                     }
                 )
                 summary["reused" if i not in need else "images"] += 1
@@ -267,3 +298,15 @@ def render_stage(
             provenance("render", config=record, shard=s, batch_size=config.batch_size),
         )
     return summary
+
+
+def render_record(captions: str | Path, config: RenderConfig) -> dict[str, Any]:
+    """What a render shard is made with (recorded in every shard; resume keys on it): the
+    renderer and its settings, the seed, the shard count and the captions' content."""
+    entry = get_generation_model("renderer", config.renderer)
+    return {
+        "renderer": entry.record(config.settings),
+        "seed": config.seed,
+        "num_shards": config.num_shards,
+        "input_sha256": input_digest(captions, "captions", "--captions"),
+    }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -29,7 +29,8 @@ from autocomp.generation.registry import GenerationModel, check_settings, get_ge
 from autocomp.protocol.family import load_family
 from autocomp.scoring.registry import ModelEntry, get_model
 from autocomp.store.catalog.schemas import VERDICTS_SCHEMA
-from autocomp.store.paths import OutsideRoot, resolve_inside
+from autocomp.store.images import ImageFolder, Images
+from autocomp.store.paths import OutsideRoot
 from autocomp.store.shards import (
     check_shard_args,
     input_digest,
@@ -43,6 +44,15 @@ from autocomp.store.tables import provenance, require_columns, write_table
 
 CHECKS = ("image", "objects", "background", "attributes")
 MASKS = ("sam2", "boxes")
+COMMIT_EVERY = 16  # batches per committed part of a shard (with a `journal`: the pipelines)
+
+
+class Journal(Protocol):
+    """Where a shard's verdicts are committed as it goes (store.work.VerdictJournal), so a
+    killed shard resumes after its last committed part."""
+
+    def resume(self, shard: int, record: dict[str, Any]) -> list[dict[str, Any]]: ...
+    def commit(self, shard: int, record: dict[str, Any], rows: list[dict[str, Any]]) -> None: ...
 
 
 class Models:
@@ -96,13 +106,14 @@ def _row(sample: dict[str, Any], verdict: checks.Verdict) -> dict[str, Any]:
 
 def validate_batch(
     batch: list[dict[str, Any]],
-    root: Path,
+    root: Path | Images,
     models: Models,
     settings: dict[str, Any],
     all_checks: bool = False,
 ) -> list[dict[str, Any]]:
     """Verdict rows for a batch of render rows: checks cheapest first, each on the survivors of
-    the earlier ones (`all_checks`: every check on every decodable image, for audits)."""
+    the earlier ones (`all_checks`: every check on every decodable image, for audits). `root`:
+    the render folder, or where its images are (a folder or a store prefix: store.images)."""
 
     def survivors(check: str) -> list[dict[str, Any]]:
         return [
@@ -113,9 +124,15 @@ def validate_batch(
 
     verdicts: dict[str, dict[str, checks.Verdict]] = {s["sample_id"]: {} for s in batch}
     images: dict[str, Any] = {}
-    for s in batch:
+    source = root if not isinstance(root, Path) else ImageFolder(root)
+    opened = source.open_many([s["image"] for s in batch])  # a store's: fetched in parallel
+    for s, image in zip(batch, opened):
         try:
-            images[s["sample_id"]], note = checks.normalize_image(resolve_inside(root, s["image"]))
+            if isinstance(image, OutsideRoot):
+                raise image
+            if isinstance(image, FileNotFoundError):
+                raise checks.ImageRejected("image file is missing")
+            images[s["sample_id"]], note = checks.normalize_image(image)
             detail = {"normalized": note} if note else None
             verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.PASS, "", detail)
         except (checks.ImageRejected, OutsideRoot) as exc:
@@ -240,8 +257,13 @@ def validate_stage(
     shard: int | None = None,
     progress: Callable[[int], None] | None = None,
     models: Models | None = None,
+    images: Images | None = None,
+    journal: Journal | None = None,
 ) -> dict[str, int]:
-    """`autocomp validate`: verdict rows for the selected shards; returns counts."""
+    """`autocomp validate`: verdict rows for the selected shards; returns counts. `images`:
+    where the render table's images are (default: the render folder); `journal`: where each
+    shard's verdicts are committed every COMMIT_EVERY batches (a killed shard then resumes
+    after its last committed part, with the same batches: the same bytes)."""
     det, seg, judge = check_config(config)
     overrides = config.settings
     shards = check_shard_args(shard, config.num_shards)
@@ -253,7 +275,7 @@ def validate_stage(
         ("sample_id", "image", "condition", "objects"),
         "give the render stage's output folder",
     )
-    root = Path(render) if Path(render).is_dir() else Path(render).parent
+    root = images or ImageFolder(Path(render) if Path(render).is_dir() else Path(render).parent)
     settings = {
         **det.settings,
         **overrides.get("detector", {}),
@@ -261,15 +283,7 @@ def validate_stage(
         **overrides.get("segmenter", {}),
         "masks": config.masks,
     }
-    record = {
-        "detector": det.record(overrides.get("detector")),
-        "segmenter": seg.record(overrides.get("segmenter")) if config.masks == "sam2" else None,
-        "vqa": judge.record(),
-        "masks": config.masks,
-        "all_checks": config.all_checks,
-        "num_shards": config.num_shards,
-        "input_sha256": input_digest(render, "render", "--render", only=shard),
-    }
+    record = validate_record(config, input_digest(render, "render", "--render", only=shard))
     todo = unfinished(folder, "verdicts", shards, config.num_shards, record)
     summary = {"samples": 0, "passed": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:
@@ -281,14 +295,22 @@ def validate_stage(
     check_detector_vocabulary(models, {o for r in rows for o in r["objects"]})
     for s in todo:
         mine = [r for r in rows if shard_of(r["concept_id"], config.num_shards) == s]
-        out_rows: list[dict[str, Any]] = []
-        for start in range(0, len(mine), config.batch_size):
-            batch = mine[start : start + config.batch_size]
+        out_rows = journal.resume(s, record) if journal else []  # whole batches, in order
+        done = {r["sample_id"] for r in out_rows}
+        pending = [r for r in mine if r["sample_id"] not in done]
+        since: list[dict[str, Any]] = []
+        for number, start in enumerate(range(0, len(pending), config.batch_size), 1):
+            batch = pending[start : start + config.batch_size]
             got = validate_batch(batch, root, models, settings, config.all_checks)
             out_rows += got
+            since += got
             summary["samples"] += len(batch)
             failed = {r["sample_id"] for r in got if r["outcome"] == checks.FAIL}
             summary["passed"] += len({r["sample_id"] for r in got} - failed)
+            last = start + config.batch_size >= len(pending)
+            if journal and (number % COMMIT_EVERY == 0 or last):
+                journal.commit(s, record, since)
+                since = []
             if progress:
                 progress(len(batch))
         write_table(
@@ -297,3 +319,22 @@ def validate_stage(
             provenance("verdicts", config=record, shard=s),
         )
     return summary
+
+
+def validate_record(config: ValidateConfig, input_sha256: str | None) -> dict[str, Any]:
+    """What a verdicts shard is made with (recorded in every shard; resume keys on it): the
+    models and their settings, the mask mode, all_checks, the shard count and the render
+    input's content (`input_sha256`; None: what every shard of a run shares)."""
+    det, seg, judge = check_config(config)
+    overrides = config.settings
+    record = {
+        "detector": det.record(overrides.get("detector")),
+        "segmenter": seg.record(overrides.get("segmenter")) if config.masks == "sam2" else None,
+        "vqa": judge.record(),
+        "masks": config.masks,
+        "all_checks": config.all_checks,
+        "num_shards": config.num_shards,
+        "input_sha256": input_sha256,
+    }
+    return record if input_sha256 is not None else {k: v for k, v in record.items()
+                                                    if k != "input_sha256"}  # fmt: skip

@@ -338,8 +338,23 @@ def values(stage: str, given: Mapping[str, Any]) -> dict[str, Any]:
             value = None
         elif isinstance(value, list) and (typing.get_origin(hints[name]) or hints[name]) is tuple:
             value = tuple(value)
+        elif isinstance(value, dict):
+            value = _whole_numbers(value)
         found[name] = value
     return found
+
+
+def _whole_numbers(value: Any) -> Any:
+    """A dict parameter as it was given: KFP carries dicts as protobuf Structs, whose numbers
+    are all doubles, so a setting given as 32 arrives as 32.0 (and an integer setting would
+    then be refused, or reach a model as a float); integral floats become ints again."""
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def configs(pipeline: str, given: Mapping[str, Any]) -> dict[str, Any]:

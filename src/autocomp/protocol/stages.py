@@ -549,8 +549,8 @@ def reuse_or_sample(config: SampleConfig, store: str, reuse: str, out: str | Pat
 
     from autocomp.store.storage import open_store
 
-    with tempfile.TemporaryDirectory(prefix="reuse-") as work:
-        open_store(store).get(f"benchmarks/{reuse}", work)
+    with tempfile.TemporaryDirectory(prefix="reuse-") as work:  # only the file it reads
+        open_store(store).get_file(f"benchmarks/{reuse}", "concepts.parquet", Path(work) / "c")
         with atomic_path(out) as tmp:
-            shutil.copyfile(Path(work) / "concepts.parquet", tmp)
+            shutil.copyfile(Path(work) / "c", tmp)
     return open_parquet(out).read()

@@ -14,6 +14,7 @@ per-token, choice), images.py, checks.py, autocomp.store.catalog.runs (the run f
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path, PurePosixPath
@@ -36,6 +37,7 @@ from autocomp.scoring.checks import (
 from autocomp.scoring.items import chunks, stream_items
 from autocomp.scoring.modes import mode_for
 from autocomp.scoring.registry import ModelEntry
+from autocomp.scoring.runstore import StoredRun, covers, fetch_summary, part_log
 from autocomp.scoring.specs import parse_specs, resolve_spec
 from autocomp.store.catalog.benchmarks import (
     Benchmark,
@@ -43,7 +45,7 @@ from autocomp.store.catalog.benchmarks import (
     open_benchmark,
     resolve_benchmark,
 )
-from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun, collect_runs
+from autocomp.store.catalog.runs import RUN_FILE, SCORE_FORMAT, ScoreRun, collect_runs
 from autocomp.store.tables import provenance
 
 if TYPE_CHECKING:
@@ -67,8 +69,12 @@ def score(
     return the combined summary (also <out>/summary.parquet). `store`: where a published
     benchmark name is fetched from (into <out>/benchmark/<name>/) and, with `results` (a key
     prefix such as results/<benchmark name>), where each model's run is published as
-    <results>/<model>; a run already published there is fetched instead of scored again. A call
-    that fails before its first result leaves no output folder behind."""
+    <results>/<model>; a run already published there is not scored again (its summary is
+    fetched; a lower limit there is extended). With `results`, every part is committed to the
+    store as it is written and leaves <out> (scoring.runstore: <out>/<model>/ then holds
+    run.json and the summary), and a run that starts where a killed or preempted one stopped
+    scores only what the committed parts lack: the published run is the one an uninterrupted
+    run publishes. A call that fails before its first result leaves no output folder behind."""
     check_config(config)
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
@@ -91,25 +97,37 @@ def score(
         check_benchmark(source, config)
         runs = [(entry, ScoreRun(out / entry.name), _record(entry, source, config))
                 for entry in entries]  # fmt: skip
-        for _, run, record in runs:
+        stored: dict[str, StoredRun] = {}
+        published = {e.name for e in entries if target and target.manifest(f"{results}/{e.name}")}
+        for entry, run, record in runs:
+            if entry.name in published:  # held to the published run's record
+                target.get_file(f"{results}/{entry.name}", RUN_FILE, _made(run.folder))
+            elif target is not None:  # the parts a killed or preempted run committed
+                stored[entry.name] = StoredRun(target, run, record)
+                stored[entry.name].restore_record()
             run.check(record, source.rows)
         total = min(config.limit or source.rows, source.rows)
         for i, (entry, run, record) in enumerate(runs, 1):
             key = f"{results}/{entry.name}"
-            published = target is not None and target.manifest(key) is not None
-            if published:
-                # a published run is resumed, never reused blindly: another model, benchmark
-                # or mode is refused; a lower limit there is extended here and republished
+            name = source.name or PurePosixPath(str(results)).name
+            made_by = {"stage": "score", "model": entry.name, "benchmark": name}
+            if entry.name in published:
+                previous = json.loads((run.folder / RUN_FILE).read_text())
+                if covers(previous, config.limit, source.rows):
+                    fetch_summary(target, key, run)  # a published run is not scored again
+                    part_log(target, record).clear()  # what a publish killed at its end left
+                    continue
+                # a lower limit there is extended here and published again
                 target.get(key, run.folder)
-                run.check(record, source.rows)
-                before = run.part_names()
             label = f"score {entry.name}" + (f" ({i}/{len(runs)})" if len(runs) > 1 else "")
             loader = functools.partial(load_scorer, entry, config.device, config.batch_size)
             with progress(label, total) if progress else nullcontext() as advance:
-                _score_run(entry, source, run, record, config, loader, advance)
-            if target is not None and not (published and run.part_names() == before):
-                name = source.name or PurePosixPath(str(results)).name
-                made_by = {"stage": "score", "model": entry.name, "benchmark": name}
+                args = (entry, source, run, record, config, loader, advance)
+                _score_run(*args, stored=stored.get(entry.name))
+            if entry.name in stored:
+                stored[entry.name].publish(key, made_by)
+            elif target is not None:
+                target.delete(key)  # the published run with the lower limit
                 target.put(key, run.folder, made_by)
         return collect_runs([run.folder for _, run, _ in runs], out)
     except BaseException:
@@ -171,6 +189,11 @@ def _results_store(store: str | None, results: str | None) -> Store | None:
     return open_store(store)
 
 
+def _made(folder: Path) -> Path:
+    folder.mkdir(exist_ok=True)
+    return folder / RUN_FILE
+
+
 def _score_run(
     entry: ModelEntry,
     source: Benchmark,
@@ -179,12 +202,13 @@ def _score_run(
     config: ScoreConfig,
     loader: Callable[[], Scorer],
     progress: Callable[[int], None] | None,
+    stored: StoredRun | None = None,
 ) -> pa.Table:
-    """Score what the checked run folder lacks, part by part; write and return the summary."""
-    done = run.resume()
+    """Score what the checked run folder (or, `stored`, the store's committed parts) lacks,
+    part by part; write and return the summary."""
+    done, part = stored.resume() if stored else (run.resume(), run.next_part())
     todo = (it for it in stream_items(source, config.limit) if it.sample_id not in done)
     root = Path(config.images) if config.images else None
-    part = run.next_part()
     document = provenance(
         "scores", model=entry.name, entry=entry.record(), benchmark_sha=source.digest,
         blind=config.blind, choice=record["choice"],
@@ -201,8 +225,10 @@ def _score_run(
         score_rows, prediction_rows = mode(entry.name, chunk, get_scorer, root)
         run.start(record)
         run.write_part(part, score_rows, prediction_rows, document)
+        if stored:  # committed before the next part starts (preemption-safe)
+            stored.commit(part)
         part += 1
         if progress:
             progress(len(chunk))
     run.start(record)
-    return run.write_summary(document)
+    return run.write_summary(document, stored.summary() if stored else None)

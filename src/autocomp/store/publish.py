@@ -5,18 +5,25 @@ A published benchmark is a folder:
     data/test-IIIII-of-KKKKK.parquet  the benchmark rows with the image embedded ({bytes, path},
                                       the `datasets` Image layout; its features are in the
                                       Parquet metadata, so `datasets.load_dataset("parquet",
-                                      data_files=...)` gives PIL images)
+                                      data_files=...)` gives PIL images); ROWS_PER_SHARD rows
+                                      per part, in row groups of ROWS_PER_GROUP
     concepts.parquet                  the concept set (a later run can reuse it: same concepts,
                                       new generator, comparable concept by concept)
     survival.parquet                  the validation survival table (paper Table 3)
     README.md                         the dataset card: what, sizes, survival, provenance
 
-and is put in the store under `benchmarks/<name>`, manifest last (autocomp.store.storage).
+and is put in the store under `benchmarks/<name>`, manifest last (autocomp.store.storage),
+each part uploaded as soon as it is written: the pipeline's publish step reads the benchmark
+table and its images from the store and writes the parts back to it, holding a few parts on disk
+and a few row groups in memory whatever the benchmark's size.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +32,17 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.errors import UsageError
-from autocomp.store.atomic import atomic_path, write_json
+from autocomp.store.atomic import atomic_path, scratch_folder, write_json
+from autocomp.store.catalog.benchmarks import Benchmark, RemotePart, as_benchmark
 from autocomp.store.catalog.schemas import IMAGE_TYPE
-from autocomp.store.paths import OutsideRoot, resolve_inside
+from autocomp.store.images import ImageFolder, Images
+from autocomp.store.paths import OutsideRoot
 from autocomp.store.storage import open_store
-from autocomp.store.tables import open_parquet, read_metadata
+from autocomp.store.transfer import read_ahead
 
 ROWS_PER_SHARD = 200
+ROWS_PER_GROUP = 16  # rows per row group: what a reader streaming from a store holds at once
+UPLOADS = 2  # parts uploaded at once by publish (each part: ROWS_PER_SHARD images)
 
 
 def _feature(type_: pa.DataType) -> dict[str, Any]:
@@ -76,19 +87,48 @@ def write_part(table: pa.Table, out: str | Path, index: int, shards: int) -> Pat
     return path
 
 
-def _embed(table: pa.Table, images_root: Path) -> pa.Table:
+def _embed(table: pa.Table, images: Images) -> pa.Table:
+    """`table` with its image column holding each image's bytes ({bytes, path}); a folder's
+    references resolve inside it, a store's images are fetched in parallel."""
     refs = table.column("image").to_pylist()
-    values = []
-    for ref in refs:
+    if isinstance(images, ImageFolder):
+        values = []
+        for ref in refs:
+            try:
+                values.append({"bytes": images.path(ref).read_bytes(), "path": ref})
+            except OutsideRoot as exc:
+                raise UsageError("images", ref, f"refused: {exc}; fix the table") from None
+            except OSError as exc:
+                raise UsageError("images", ref, f"cannot be read ({exc.strerror})") from exc
+    else:
         try:
-            path = resolve_inside(images_root, ref)
-            values.append({"bytes": path.read_bytes(), "path": ref})
+            data = images.read_many(refs)  # type: ignore[attr-defined]
         except OutsideRoot as exc:
-            raise UsageError("--images", ref, f"refused: {exc}; fix the table") from None
-        except OSError as exc:
-            raise UsageError("--images", ref, f"cannot be read ({exc.strerror})") from exc
+            raise UsageError("images", str(exc), "refused; fix the table") from None
+        values = [{"bytes": b, "path": ref} for b, ref in zip(data, refs)]
     index = table.schema.get_field_index("image")
     return table.set_column(index, pa.field("image", IMAGE_TYPE), pa.array(values, IMAGE_TYPE))
+
+
+def _groups(batches: Iterator[pa.RecordBatch], shard_rows: int, group_rows: int) -> Iterator:
+    """(shard number, table of at most `group_rows` rows) for every row in order, a new shard
+    every `shard_rows` rows (a group never crosses a shard's end)."""
+    pending: list[pa.RecordBatch] = []
+    held, shard, in_shard = 0, 0, 0
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        while held >= min(group_rows, shard_rows - in_shard):
+            take = min(group_rows, shard_rows - in_shard)
+            table = pa.Table.from_batches(pending).combine_chunks()
+            yield shard, table.slice(0, take)
+            rest = table.slice(take)
+            pending, held = (rest.to_batches() if rest.num_rows else []), rest.num_rows
+            in_shard += take
+            if in_shard == shard_rows:
+                shard, in_shard = shard + 1, 0
+    if held:
+        yield shard, pa.Table.from_batches(pending).combine_chunks()
 
 
 GENERATED = (
@@ -154,9 +194,83 @@ def dataset_card(
     return "\n".join(lines)
 
 
+def _raw_metadata(source: Benchmark) -> dict[bytes, bytes]:
+    """The first part's schema metadata as written (its autocomp provenance, byte for byte)."""
+    first = source.files[0]
+    opened = first.open() if isinstance(first, RemotePart) else pq.ParquetFile(first)
+    return dict(opened.schema_arrow.metadata or {})
+
+
+def stream_dataset(
+    benchmark: str | Path | Benchmark,
+    images: str | Path | Images,
+    work: str | Path,
+    name: str,
+    add: Callable[[str, Path], None],
+    concepts: str | Path | None = None,
+    survival: str | Path | None = None,
+) -> int:
+    """Make the publishable files (see the module doc) one at a time in `work` and hand each
+    to `add(relative path, file)` as soon as it is complete (a folder move, or a store upload
+    that removes the file once sent). The benchmark is read ROWS_PER_GROUP rows at a time (also
+    from a store), the images of the next group fetched while a group is written, so memory
+    and disk hold a few groups and a few parts whatever the benchmark's size. Returns the rows
+    written."""
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    source = as_benchmark(benchmark)
+    if "image" not in source.schema.names:
+        raise UsageError(
+            "benchmark",
+            str(source.path),
+            "has no image column; build it from a curated table (autocomp curate)",
+        )
+    images = ImageFolder(images) if isinstance(images, str | Path) else images
+    meta = source.metadata
+    shards = shard_count(source.rows)
+    schema = source.schema.with_metadata(_raw_metadata(source))
+    image_at = schema.get_field_index("image")
+    schema = hf_schema(schema.set(image_at, pa.field("image", IMAGE_TYPE)))
+    groups = _groups(source.batches(batch_size=ROWS_PER_GROUP), ROWS_PER_SHARD, ROWS_PER_GROUP)
+    embedded = read_ahead(((i, _embed(t, images)) for i, t in groups), depth=2)
+    writer, current, path = None, -1, work
+    written = 0
+    for shard, table in embedded:
+        if shard != current:
+            if writer is not None:
+                writer.close()
+                add(_part_name(current, shards), path)
+            current = shard
+            path = work / f"part-{shard:05d}.parquet"
+            writer = pq.ParquetWriter(path, schema, compression="zstd")
+        writer.write_table(table.replace_schema_metadata(schema.metadata))  # type: ignore[union-attr]
+        written += table.num_rows
+    if writer is None:  # no rows: one empty part, as one writer writes it
+        current, path = 0, work / "part-00000.parquet"
+        pq.write_table(schema.empty_table(), path, compression="zstd")
+    else:
+        writer.close()
+    add(_part_name(current, shards), path)
+    survival_table = pq.read_table(survival) if survival else None
+    if concepts:
+        pq.write_table(pq.read_table(concepts), work / "concepts.parquet", compression="zstd")
+        add("concepts.parquet", work / "concepts.parquet")
+    if survival_table is not None:
+        pq.write_table(survival_table, work / "survival.parquet", compression="zstd")
+        add("survival.parquet", work / "survival.parquet")
+    counted = source.read(["family", "n", "condition"])
+    (work / "README.md").write_text(dataset_card(name, counted, survival_table, meta))
+    add("README.md", work / "README.md")
+    return written
+
+
+def _part_name(index: int, shards: int) -> str:
+    return f"data/test-{index:05d}-of-{shards:05d}.parquet"
+
+
 def build_dataset(
     benchmark: str | Path,
-    images_root: str | Path,
+    images_root: str | Path | Images,
     out: str | Path,
     name: str,
     concepts: str | Path | None = None,
@@ -165,49 +279,84 @@ def build_dataset(
     """Write the publishable folder (see the module doc); return it."""
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
-    source = open_parquet(benchmark, "--benchmark")
-    meta = read_metadata(benchmark)
-    table = source.read()
-    if "image" not in table.column_names:
-        raise UsageError(
-            "--benchmark",
-            str(benchmark),
-            "has no image column; build it from a curated table (autocomp curate)",
-        )
-    shards = shard_count(table.num_rows)
-    for i in range(shards):
-        write_part(
-            _embed(table.slice(i * ROWS_PER_SHARD, ROWS_PER_SHARD), Path(images_root)),
-            out,
-            i,
-            shards,
-        )
-    survival_table = pq.read_table(survival) if survival else None
-    if concepts:
-        pq.write_table(pq.read_table(concepts), out / "concepts.parquet", compression="zstd")
-    if survival_table is not None:
-        pq.write_table(survival_table, out / "survival.parquet", compression="zstd")
-    (out / "README.md").write_text(dataset_card(name, table, survival_table, meta))
+
+    def move(rel: str, path: Path) -> None:
+        if path != out / rel:
+            os.replace(path, out / rel)
+
+    with scratch_folder(out / "build") as work:
+        stream_dataset(benchmark, images_root, work, name, move, concepts, survival)
     return out
 
 
 def publish_stage(
-    benchmark: str | Path,
-    images_root: str | Path,
+    benchmark: str | Path | Benchmark,
+    images_root: str | Path | Images,
     work: str | Path,
     store_uri: str,
     name: str,
     concepts: str | Path | None = None,
     survival: str | Path | None = None,
 ) -> str:
-    """Build the dataset folder and put it in the store as benchmarks/<name>; return its URI.
-    A benchmark already published under that name is left as it is (resume)."""
+    """Put the dataset in the store as benchmarks/<name> as it is made (each part uploaded once
+    written and removed from `work`, UPLOADS at a time; manifest last); return its URI. The
+    benchmark and its images may be in the store themselves (store to store: the pipeline's
+    publish step). A benchmark already published under that name is left as it is (resume); an
+    interrupted publish sends again only the parts the store does not hold."""
     store = open_store(store_uri)
     key = f"benchmarks/{name}"
     if store.manifest(key) is None:
-        folder = build_dataset(benchmark, images_root, work, name, concepts, survival)
-        store.put(key, folder, {"stage": "publish", "benchmark": read_metadata(benchmark)})
+        source = as_benchmark(benchmark)
+        made_by = {"stage": "publish", "benchmark": source.metadata, "rows": source.rows}
+        with store.writer(key, made_by, workers=UPLOADS) as writer:  # type: ignore[call-arg]
+            add = functools.partial(writer.add_file, remove=True)
+            stream_dataset(source, images_root, work, name, add, concepts, survival)
     return f"{store.uri}/{key}"
+
+
+def copy_rows(
+    source: Benchmark,
+    keep: Callable[[pa.RecordBatch], pa.Array],
+    store_uri: str,
+    name: str,
+    work: str | Path,
+    document: dict[str, Any],
+) -> int:
+    """The rows of `source` that `keep(batch)` (a boolean array) selects, put in the store as
+    the output `name` (data/part-IIIII.parquet, ROWS_PER_SHARD rows each in row groups of
+    ROWS_PER_GROUP, with `document` as their provenance and the `datasets` features), part by
+    part as they fill: a benchmark subset (fine-tuning's evaluation benchmark) moved store to
+    store with a few parts on disk. Returns the rows kept."""
+    from autocomp.store.tables import with_metadata
+
+    store = open_store(store_uri)
+    if store.manifest(name) is not None:
+        return int(store.manifest(name)["made_by"].get("rows", 0))  # type: ignore[index]
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    schema = hf_schema(with_metadata(source.schema.remove_metadata(), document))
+    chosen = (b.filter(keep(b)) for b in source.batches(batch_size=ROWS_PER_GROUP))
+    kept = 0
+    current, writer, path = -1, None, work
+    with store.writer(name, {"stage": "subset", "rows": None}, workers=UPLOADS) as out:  # type: ignore[call-arg]
+        for shard, table in _groups((b for b in chosen if b.num_rows), ROWS_PER_SHARD,
+                                    ROWS_PER_GROUP):  # fmt: skip
+            if shard != current:
+                if writer is not None:
+                    writer.close()
+                    out.add_file(f"data/part-{current:05d}.parquet", path, remove=True)
+                current, path = shard, work / f"part-{shard:05d}.parquet"
+                writer = pq.ParquetWriter(path, schema, compression="zstd")
+            writer.write_table(table.replace_schema_metadata(schema.metadata))  # type: ignore[union-attr]
+            kept += table.num_rows
+        if writer is None:
+            current, path = 0, work / "part-00000.parquet"
+            pq.write_table(schema.empty_table(), path, compression="zstd")
+        else:
+            writer.close()
+        out.add_file(f"data/part-{current:05d}.parquet", path, remove=True)
+        out.made_by["rows"] = kept
+    return kept
 
 
 def published_names(store_uri: str) -> list[str]:

@@ -9,40 +9,41 @@ class is one sub-pipeline with its own GPU request, node affinity, CPU, memory a
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from autocomp.pipelines.cluster import capacity
 
 # cpu/memory are limits (requests are set equal); gpus: nvidia.com/gpu count; disk: the size of
 # the step's scratch volume (a generic ephemeral volume at /scratch, TMPDIR and downloads go
 # there; KFP 2.17's SDK has no ephemeral-storage resource setter, and a volume is what the
 # scheduler reserves); store: gets the S3 Secret; hub: gets the HF token and the model cache.
+# memory and disk here are floors: a compiled step gets the larger of these and what the
+# capacity plan says it needs at its design scale (capacity.resources: memory, disk and the
+# step's timeout, from the numbers in cluster/capacity.py).
 STEPS: dict[str, dict[str, Any]] = {
     "sample": {"cpu": "1", "memory": "2G", "cache": True, "store": True},
     "shard_plan": {"cpu": "1", "memory": "1G", "cache": True},
     "caption": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
                 "hub": True, "disk": "60Gi"},
     "render": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
-               "hub": True, "disk": "120Gi"},
+               "hub": True, "store": True, "disk": "120Gi"},
     "validate": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
-                 "hub": True, "disk": "120Gi"},
-    "collect": {"cpu": "2", "memory": "4G", "cache": True},  # tables only
-    "curate": {"cpu": "2", "memory": "8G", "cache": True},  # tables only
-    "negatives": {"cpu": "4", "memory": "8G", "cache": True},
-    "publish": {"cpu": "4", "memory": "16G", "cache": False, "retries": 3, "store": True,
-                "disk": "400Gi"},  # every shard's images, then the embedded Parquet
-    "fetch": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
-              "disk": "200Gi"},
+                 "hub": True, "store": True, "disk": "120Gi"},
+    "curate": {"cpu": "2", "memory": "8G", "cache": True, "store": True},  # tables only
+    "negatives": {"cpu": "4", "memory": "8G", "cache": True, "store": True},
+    "publish": {"cpu": "4", "memory": "16G", "cache": False, "retries": 3, "store": True},
+    # (publish and report: scratch disk from the capacity plan only; publish streams store to
+    # store and holds a few parts, report reads the table and predictions, never images)
     "select_models": {"cpu": "1", "memory": "1G", "cache": False},
-    "collect_scores": {"cpu": "2", "memory": "4G", "cache": False},
-    "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,
-               "disk": "200Gi"},
+    "collect_scores": {"cpu": "2", "memory": "4G", "cache": False, "store": True},
+    "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
     "finetune_split": {"cpu": "2", "memory": "8G", "cache": True, "store": True},
     "finetune_plan": {"cpu": "1", "memory": "1G", "cache": False},
     "finetune_train": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 2,
-                       "hub": True, "disk": "120Gi"},
+                       "hub": True, "store": True, "disk": "120Gi"},
     "finetune_score": {"cpu": "8", "memory": "64G", "gpus": 1, "cache": True, "retries": 3,
-                       "hub": True, "disk": "120Gi"},
+                       "hub": True, "store": True, "disk": "120Gi"},
     "finetune_report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True},
 }  # fmt: skip
 SECRET = "autocomp-s3"
@@ -85,13 +86,16 @@ class ScoreClass:
         return str(max(SCORE_HOST["cpu_min"], SCORE_HOST["cpu_per_gpu"] * self.gpus))
 
     @property
-    def memory(self) -> str:
-        share = math.ceil(SCORE_HOST["memory_per_gpu_memory"] * self.gpus * self.gpu_gb)
-        return f"{max(SCORE_HOST['memory_gb_min'], share)}G"
+    def memory(self) -> str:  # the capacity plan's: the host share plus the streamed batches
+        return capacity.score_resources(self)["memory"]
 
     @property
-    def disk(self) -> str:  # room to download the weights once when the cache misses
-        return f"{max(20, math.ceil(1.2 * self.gpus * self.gpu_gb))}Gi"
+    def disk(self) -> str:  # the capacity plan's: weights when the cache misses, one part
+        return capacity.score_resources(self)["disk"]
+
+    @property
+    def timeout(self) -> int:  # the capacity plan's: 2 x the slowest model's pass + 1 h
+        return capacity.score_resources(self)["timeout"]
 
     @property
     def parallelism(self) -> int:
@@ -129,9 +133,13 @@ def configure(
     cluster=False for the local run: no retries (a failure there is a bug to see at once), and
     no environment that points at cluster volumes)."""
     spec = dict(STEPS.get(step, {}))
+    if cluster and score is None:  # the capacity plan raises the floors (compiled runs only)
+        spec.update(_sized(spec, capacity.resources(step)))
     if score is not None:
         spec = {"cpu": score.cpu, "memory": score.memory, "cache": False, "retries": 3,
                 "store": True, "hub": True, "disk": score.disk}  # fmt: skip
+        if cluster:
+            spec["timeout"] = score.timeout
     task.set_cpu_limit(spec["cpu"]).set_cpu_request(spec["cpu"])
     task.set_memory_limit(spec["memory"]).set_memory_request(spec["memory"])
     task.set_caching_options(spec["cache"])
@@ -144,11 +152,28 @@ def configure(
             backoff_factor=2.0,
             backoff_max_duration="3600s",
         )
+    if spec.get("timeout"):
+        from kfp import kubernetes
+
+        kubernetes.set_timeout(task, int(spec["timeout"]))
     gpus = score.gpus if score is not None else spec.get("gpus", 0)
     if gpus:
         _place_on_gpus(task, gpus, score.gpu_gb if score is not None else 0)
     _wire_volumes_and_secrets(task, spec)
     return task
+
+
+def _sized(spec: dict[str, Any], planned: dict[str, Any]) -> dict[str, Any]:
+    """The plan's memory and disk where they exceed the step's floors, and its timeout."""
+
+    def amount(text: str) -> float:
+        return float(text.rstrip("GiB")) * (2**30 if text.endswith("Gi") else 1e9)
+
+    out = {k: v for k, v in planned.items() if k == "timeout"}
+    for key in ("memory", "disk"):
+        if key in planned and (key not in spec or amount(planned[key]) > amount(spec[key])):
+            out[key] = planned[key]
+    return out
 
 
 def _place_on_gpus(task: Any, gpus: int, gpu_gb: int) -> None:

@@ -1,4 +1,8 @@
-"""evaluate_models: fetch a published benchmark, score every requested model, then report.
+"""evaluate_models: score every requested model on a published benchmark, then report. Each
+score step streams the benchmark's Parquet parts from the store as it goes (nothing is fetched
+first) and commits its parts to the store as it writes them, so a retried or resubmitted step
+resumes where the last one stopped; each class's collect step reads the published runs from
+the store (no `dsl.Collected`).
 
 Models are grouped into resource classes (GPU count x GPU memory, from the registry: see
 resources.score_class); each class is one sub-pipeline whose score steps run under
@@ -24,14 +28,13 @@ from autocomp.pipelines.definitions.plan import in_all, registry_text, score_gro
 def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
     """The sub-pipeline of one resource class: score each chosen model, then collect."""
     from kfp import dsl
-    from kfp.dsl import Dataset, Input
 
     from autocomp.pipelines.definitions.components import evaluation as c
 
     registry = registry_text(members)
     settings = plumbing.fed("score")  # the score configuration's fields, from the run
-    kinds = {"benchmark": Input[Dataset], "models": List[str], "count": int, "store": str,  # noqa: UP006
-             "name": str, **{f: plumbing.kfp_type(p) for f, p in settings.items()}}  # fmt: skip
+    kinds = {"models": List[str], "count": int, "store": str, "name": str,  # noqa: UP006
+             **{f: plumbing.kfp_type(p) for f, p in settings.items()}}  # fmt: skip
     parameters = [
         inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind)
         for key, kind in kinds.items()
@@ -53,7 +56,6 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
                     score=score,
                     component_name=f"score-{score.name}",
                     display=f"score-{score.name}",
-                    benchmark=p["benchmark"],
                     model=model,
                     store=p["store"],
                     name=p["name"],
@@ -64,8 +66,10 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
                 c.collect_scores,
                 "collect_scores",
                 display=f"collect-{score.name}",
-                parts=dsl.Collected(scored.outputs["scores"]),
-            )
+                store=p["store"],
+                name=p["name"],
+                models=p["models"],
+            ).after(scored)  # every model of the class, read from the store
 
     description = f"score models of class {score.name}"
     return graph(f"class-{score.name}", description, parameters, None, helps, group)
@@ -89,7 +93,6 @@ def build(cluster: bool = True) -> Any:
         returns=dsl.HTML,
     )
     def evaluate_models(p: Any) -> Any:
-        fetched = b.step(c.fetch, "fetch", store=p["store"], name=p["name"])
         scored = []
         for score, (members, group) in groups.items():
             chosen = b.step(
@@ -104,7 +107,6 @@ def build(cluster: bool = True) -> Any:
             )
             scored.append(
                 group(
-                    benchmark=fetched.outputs["benchmark"],
                     models=chosen.outputs["models"],
                     count=chosen.outputs["count"],
                     store=p["store"],

@@ -1,7 +1,9 @@
-"""finetune_models: fetch a published benchmark -> concept split -> ParallelFor(model x negative
-kind x seed){train (GPU) -> score the evaluation benchmark (GPU)} and ParallelFor(model){score
-the pretrained model} -> Table 8 report (paper Section 5, A.9). Every fine-tuning setting is a
-parameter (the plumbing table: FinetuneConfig's fields, the `paper` profile's values as
+"""finetune_models: a published benchmark (read from the store) -> concept split (its
+evaluation benchmark written to the store) -> ParallelFor(model x negative kind x seed){train
+(GPU, state committed to the store) -> score the evaluation benchmark (GPU)} and
+ParallelFor(model){score the pretrained model} -> Table 8 report, which reads the published
+runs and curves from the store (no `dsl.Collected`) (paper Section 5, A.9). Every fine-tuning
+setting is a parameter (the plumbing table: FinetuneConfig's fields, the `paper` profile's values as
 defaults), so a run's settings are fixed when it is compiled or submitted."""
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ def build(cluster: bool = True) -> Any:
     """The pipeline; cluster=False for the local run (see builder.Build)."""
     from kfp import dsl
 
-    from autocomp.pipelines.definitions.components import evaluation as ev
     from autocomp.pipelines.definitions.components import finetune as c
 
     b = Build(cluster)
@@ -29,10 +30,13 @@ def build(cluster: bool = True) -> Any:
     )
     def finetune_models(p: Any) -> Any:
         settings = inputs("finetune", p)
-        fetched = b.step(ev.fetch, "fetch", store=p["store"], name=p["name"])
-        benchmark = fetched.outputs["benchmark"]
         splits = b.step(
-            c.split, "finetune_split", benchmark=benchmark, split_seed=p["split_seed"], **settings
+            c.split,
+            "finetune_split",
+            store=p["store"],
+            name=p["name"],
+            split_seed=p["split_seed"],
+            **settings,
         )
         runs = b.step(
             c.plan, "finetune_plan", models=p["models"], negatives=p["negatives"], seeds=p["seeds"]
@@ -41,7 +45,7 @@ def build(cluster: bool = True) -> Any:
             trained = b.step(
                 c.train,
                 "finetune_train",
-                benchmark=benchmark,
+                name=p["name"],
                 splits=splits.outputs["splits"],
                 run=run,
                 **settings,
@@ -51,6 +55,7 @@ def build(cluster: bool = True) -> Any:
                 "finetune_score",
                 checkpoint=trained.outputs["checkpoint"],
                 splits=splits.outputs["splits"],
+                run=run,
             )
         with dsl.ParallelFor(items=p["models"], name="pretrained") as model:
             base = b.step(
@@ -62,14 +67,13 @@ def build(cluster: bool = True) -> Any:
         final = b.step(
             c.report,
             "finetune_report",
-            finetuned=dsl.Collected(scored.outputs["scores"]),
-            pretrained=dsl.Collected(base.outputs["scores"]),
-            checkpoints=dsl.Collected(trained.outputs["checkpoint"]),
+            runs=runs.output,
+            models=p["models"],
             splits=splits.outputs["splits"],
             store=p["store"],
             name=p["name"],
             seed=p["report_seed"],
-        )
+        ).after(scored, base)  # every run, read from the store
         return final.outputs["Output"]
 
     return finetune_models

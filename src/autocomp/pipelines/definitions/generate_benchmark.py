@@ -1,13 +1,16 @@
-"""generate_benchmark: sample -> caption -> ParallelFor(shards){render -> validate} -> collect
-(tables) -> curate -> negatives -> publish (paper Section 3). Images go from each render shard
-to its validate step and to publish only (definitions.artifacts). Parameters and their defaults
-(the `paper` profile: the paper's models and settings, A.6) come from the plumbing table. A run
-publishes under `<name>-<run id>` (plan.published_name): pass that name to evaluate_models."""
+"""generate_benchmark: sample -> caption -> shard_plan -> ParallelFor(shards){render ->
+validate} -> curate -> negatives -> publish (paper Section 3). Images, shard tables and the
+candidate table go through the store by key (definitions.artifacts); the artifacts between the
+steps are tables and small manifests, and curate gathers the shards from the store after the
+loop (no `dsl.Collected`: KFP 2.2+ runs it). Parameters and their defaults (the `paper` profile:
+the paper's models and settings, A.6) come from the plumbing table. A run publishes under
+`<name>-<run id>` (plan.published_name): pass that name to evaluate_models."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from autocomp.pipelines import plumbing
 from autocomp.pipelines.definitions.builder import Build
 from autocomp.pipelines.plumbing import inputs
 
@@ -32,12 +35,22 @@ def build(cluster: bool = True) -> Any:
         captions = b.step(
             c.caption, "caption", concepts=concepts.outputs["concepts"], **inputs("caption", p)
         )
-        plan = b.step(c.shard_plan, "shard_plan", num_shards=p["num_shards"])
-        with dsl.ParallelFor(items=plan.output, name="shards") as shard:
+        planned = {prm.name: p[prm.name] for stage in ("render", "validate")
+                   for prm in plumbing.fed(stage).values()}  # fmt: skip
+        plan = b.step(
+            c.shard_plan,
+            "shard_plan",
+            captions=captions.outputs["captions"],
+            store=p["store"],
+            **planned,
+        )
+        work = plan.outputs["work"]
+        with dsl.ParallelFor(items=plan.outputs["Output"], name="shards") as shard:
             rendered = b.step(
                 c.render,
                 "render",
                 captions=captions.outputs["captions"],
+                work=work,
                 shard=shard,
                 **inputs("render", p),
             )
@@ -45,41 +58,31 @@ def build(cluster: bool = True) -> Any:
                 c.validate,
                 "validate",
                 table=rendered.outputs["table"],
-                images=rendered.outputs["images"],
+                work=work,
                 shard=shard,
                 **inputs("validate", p),
             )
-        tables = b.step(
-            c.collect,
-            "collect",
-            display="collect-render-tables",
-            parts=dsl.Collected(rendered.outputs["table"]),
-        )
-        verdicts = b.step(
-            c.collect,
-            "collect",
-            display="collect-verdicts",
-            parts=dsl.Collected(checked.outputs["verdicts"]),
-        )
         curated = b.step(
             c.curate,
             "curate",
-            render=tables.outputs["merged"],
-            verdicts=verdicts.outputs["merged"],
+            work=work,
             captions=captions.outputs["captions"],
             **inputs("curate", p),
-        )
+        ).after(checked)  # every shard, gathered from the store
         benchmark = b.step(
-            c.negatives, "negatives", curated=curated.outputs["curated"], **inputs("negatives", p)
+            c.negatives,
+            "negatives",
+            curated=curated.outputs["curated"],
+            work=work,
+            **inputs("negatives", p),
         )
         published = b.step(
             c.publish,
             "publish",
             benchmark=benchmark.outputs["benchmark"],
-            images=dsl.Collected(rendered.outputs["images"]),
+            work=work,
             concepts=concepts.outputs["concepts"],
             curated=curated.outputs["curated"],
-            store=p["store"],
             name=p["name"],
             run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
             unique=p["unique_name"],

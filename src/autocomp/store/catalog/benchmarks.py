@@ -1,5 +1,7 @@
 """Where a benchmark comes from: one Parquet table, a folder of Parquet parts, or a benchmark
-published in a store (fetched once into a cache folder, resumably). The one reader of a
+published in a store (the CLI fetches it once into a cache folder, resumably; the pipelines'
+steps stream it: `open_published` reads each Parquet part from the store by range as it goes,
+with no copy on disk and one row group, 16 rows, in memory at a time). The one reader of a
 benchmark's location: scoring, the report, the audit export and fine-tuning all open it here, so
 they accept the same inputs.
 
@@ -12,6 +14,7 @@ row count and one content digest (a resumed run must score the same rows).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,18 +24,51 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
-from autocomp.store.storage import file_sha256
-from autocomp.store.tables import open_parquet, read_metadata, read_rows
+from autocomp.store.storage import Store, file_sha256, open_store
+from autocomp.store.tables import METADATA_KEY, open_parquet, read_metadata, read_rows
+from autocomp.store.transfer import read_ahead
 
 STORE_CACHE = "benchmark"  # the folder under --out that a published benchmark is fetched into
+STREAM_ROWS = 16  # rows per batch read from a store (publish writes row groups of this size)
+
+
+@dataclass(frozen=True)
+class RemotePart:
+    """One Parquet part of a benchmark in a store, read by range (never copied to disk)."""
+
+    store: Store
+    key: str
+    size: int
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+    def __str__(self) -> str:
+        return f"{self.store.uri}/{self.key}"
+
+    def open(self) -> pq.ParquetFile:
+        try:
+            return pq.ParquetFile(self.store.open(self.key, self.size))
+        except (OSError, pa.ArrowException) as exc:
+            problem = f"is not a readable Parquet file ({exc})"
+            raise UsageError("benchmark", str(self), problem) from None
+
+
+Part = Path | RemotePart
+
+
+def _parquet(part: Part) -> pq.ParquetFile:
+    return part.open() if isinstance(part, RemotePart) else open_parquet(part, "--benchmark")
 
 
 @dataclass
 class Benchmark:
     """A benchmark's Parquet parts, read in order as one table."""
 
-    path: Path  # what was given: a table or a folder
-    files: tuple[Path, ...]
+    path: Path | str  # what was given: a table or a folder (a store's URI: a published one)
+    files: tuple[Part, ...]
     schema: pa.Schema
     rows: int
     store: str | None = None  # the store and name it was fetched from, if any
@@ -45,20 +81,29 @@ class Benchmark:
         """SHA-256 of the table (one file), or of the parts' names and digests (a folder)."""
         if self._digest is None:
             if len(self.files) == 1 and self.files[0] == self.path:
-                self._digest = file_sha256(self.path)
+                self._digest = file_sha256(Path(self.path))
             else:
-                lines = (f"{f.name}:{file_sha256(f)}\n" for f in self.files)
+                lines = (f"{f.name}:{_sha(f)}\n" for f in self.files)
                 self._digest = hashlib.sha256("".join(lines).encode()).hexdigest()
         return self._digest
 
     @property
     def metadata(self) -> dict[str, Any]:
         """The provenance document of the first part."""
-        return read_metadata(self.files[0])
+        first = self.files[0]
+        if isinstance(first, Path):
+            return read_metadata(first)
+        meta = first.open().schema_arrow.metadata or {}
+        return json.loads(meta[METADATA_KEY]) if METADATA_KEY in meta else {}
+
+    @property
+    def remote(self) -> bool:
+        """Whether the parts are read from a store as they go."""
+        return any(isinstance(f, RemotePart) for f in self.files)
 
     def source(self) -> dict[str, Any]:
         """How the run records where its benchmark came from."""
-        kind = "store" if self.store else "folder" if self.path.is_dir() else "table"
+        kind = "store" if self.store else "folder" if Path(self.path).is_dir() else "table"
         record: dict[str, Any] = {"kind": kind, "path": str(self.path), "parts": len(self.files)}
         if self.store:
             record.update(store=self.store, name=self.name)
@@ -68,15 +113,28 @@ class Benchmark:
         self, batch_size: int = 512, columns: list[str] | None = None
     ) -> Iterator[pa.RecordBatch]:
         """Every row (or some columns of it), part by part, in batches (a paper-scale table
-        never sits in memory)."""
-        for path in self.files:
-            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
+        never sits in memory). From a store: STREAM_ROWS rows at a time, the next batch read
+        while this one is used."""
+        if not self.remote:
+            for path in self.files:
+                yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
+            return
+        size = min(batch_size, STREAM_ROWS)
+
+        def stream() -> Iterator[pa.RecordBatch]:
+            for part in self.files:
+                yield from _parquet(part).iter_batches(batch_size=size, columns=columns)
+
+        yield from read_ahead(stream(), depth=2)
 
     def read(self, columns: list[str]) -> pa.Table:
         """Some columns of every row (a damaged part is a usage error naming it)."""
-        tables = [read_rows(open_parquet(f, "--benchmark"), f, "--benchmark", columns)
-                  for f in self.files]  # fmt: skip
+        tables = [read_rows(_parquet(f), f, "--benchmark", columns) for f in self.files]
         return pa.concat_tables(tables)
+
+
+def _sha(part: Part) -> str:
+    return part.sha256 if isinstance(part, RemotePart) else file_sha256(part)
 
 
 def _parts(folder: Path) -> list[Path]:
@@ -164,3 +222,57 @@ def resolve_benchmark(benchmark: str, store: str | None, out: str | Path) -> Ben
     found = open_benchmark(folder)
     found.store, found.name = store, benchmark
     return found
+
+
+def open_stored(store_uri: str, name: str, shown: str | None = None) -> Benchmark:
+    """A benchmark folder that is an output of a store (`benchmarks/<name>` of publish, or a
+    step's work output), read from the store as it goes: its parts (data/*.parquet, else
+    *.parquet) come from the output's manifest, their digests too (nothing is downloaded to
+    know what is there). The parts share one schema (one writer made them: the first part's
+    is read)."""
+    store = open_store(store_uri)
+    manifest = store.manifest(name)
+    if manifest is None:
+        raise UsageError("benchmark", f"{store.uri}/{name}", "holds no complete output there")
+    files = [f for f in manifest["files"] if f["path"].endswith(".parquet")]
+    data = [f for f in files if f["path"].startswith("data/")]
+    chosen = sorted(data or [f for f in files if "/" not in f["path"]], key=lambda f: f["path"])
+    if not chosen:
+        raise UsageError("benchmark", f"{store.uri}/{name}", "holds no Parquet parts")
+    parts = tuple(RemotePart(store, f"{name}/{f['path']}", f["size"], f["sha256"]) for f in chosen)
+    schema = parts[0].open().schema_arrow.remove_metadata()
+    rows = manifest.get("made_by", {}).get("rows")
+    if rows is None:
+        rows = sum(p.open().metadata.num_rows for p in parts)
+    return Benchmark(shown or f"{store.uri}/{name}", parts, schema, int(rows), store=store_uri)
+
+
+def open_published(store_uri: str, name: str) -> Benchmark:
+    """The benchmark published as benchmarks/<name>, streamed from the store (open_stored); an
+    unknown name lists the published ones."""
+    from autocomp.store.publish import check_published
+
+    check_published(store_uri, name)
+    found = open_stored(store_uri, f"benchmarks/{name}")
+    found.name = name
+    return found
+
+
+def fetch_view(
+    store_uri: str, name: str, folder: str | Path, drop: tuple[str, ...] = ("image",)
+) -> Path:
+    """The benchmark folder output `name` in `folder` without the columns in `drop` (the
+    report reads the table, never the images): each part read from the store by range and
+    written without them (its metadata kept), the output's other top-level files (concepts,
+    survival, card) fetched as they are. Disk: the benchmark's text, not its images."""
+    found = open_stored(store_uri, name)
+    folder = Path(folder)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for part in found.files:
+        opened = part.open()  # type: ignore[union-attr]
+        keep = [c for c in opened.schema_arrow.names if c not in drop]
+        table = opened.read(columns=keep)
+        pq.write_table(table, folder / "data" / part.name, compression="zstd")
+    data = {f"data/{p.name}" for p in found.files}
+    open_store(store_uri).get(name, folder, only=lambda p: "/" not in p and p not in data)
+    return folder

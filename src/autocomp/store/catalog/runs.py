@@ -27,7 +27,7 @@ Plain pyarrow: no model library, nothing of autocomp.scoring (the layer above).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,9 +208,10 @@ class ScoreRun:
             {**document, "table": "predictions"},
         )
 
-    def write_summary(self, document: dict[str, Any]) -> pa.Table:
-        """summary.parquet from the predictions (`document`: the scores' metadata)."""
-        summary = self.summarize()
+    def write_summary(self, document: dict[str, Any], summary: pa.Table | None = None) -> pa.Table:
+        """summary.parquet from the predictions, or `summary` (`document`: the scores'
+        metadata)."""
+        summary = self.summarize() if summary is None else summary
         write_table(summary, self.folder / SUMMARY_FILE, {**document, "table": "summary"})
         return summary
 
@@ -253,6 +254,49 @@ class ScoreRun:
         """summary.parquet with its score types (None: the folder has none)."""
         path = self.folder / SUMMARY_FILE
         return with_score_type(pq.read_table(path)) if path.is_file() else None
+
+
+SUMMED = ("correct", "failed", "tie", "truncated")
+
+
+def summarize_parts(parts: Iterable[pa.Table]) -> pa.Table:
+    """The summary (ScoreRun.summarize's columns and order) from predictions read part by
+    part (a run whose parts are in a store: one part in memory at a time). Counts are exact;
+    chance is each group's sum of 1/candidates over its items, summed in part order."""
+    keys = list(SUMMARY_KEYS)
+    totals: dict[tuple, list[float]] = {}
+    for part in parts:
+        table = with_score_type(part.replace_schema_metadata(None))
+        table = table.append_column(
+            "chance", pc.divide(1.0, pc.cast(table["candidates"], pa.float64()))
+        )
+        grouped = table.group_by(keys).aggregate(
+            [("sample_id", "count"), *((c, "sum") for c in SUMMED), ("chance", "sum")]
+        )
+        for row in grouped.to_pylist():
+            key = tuple(row[k] for k in keys)
+            values = [row["sample_id_count"], *(row[f"{c}_sum"] for c in SUMMED),
+                      row["chance_sum"]]  # fmt: skip
+            known = totals.setdefault(key, [0] * len(values))
+            totals[key] = [a + (b or 0) for a, b in zip(known, values)]
+    rows = []
+    for key in sorted(totals, key=lambda k: tuple((v is None, v) for v in k)):
+        items, correct, failed, ties, truncated, chance = totals[key]
+        rows.append({**dict(zip(keys, key)), "items": items, "correct": correct,
+                     "failed": failed, "ties": ties, "chance": chance / items,
+                     "truncated": truncated, "accuracy": correct / items})  # fmt: skip
+    return _summary_table(rows)
+
+
+def _summary_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows in the summary's schema (the one ScoreRun.summarize's aggregation gives)."""
+    counts = pa.uint64()
+    types = {"model": pa.string(), "family": pa.string(), "n": pa.int8(),
+             "condition": pa.string(), "set": pa.string(), "protocol": pa.string(),
+             "score_type": pa.string(), "items": pa.int64(), "correct": counts,
+             "failed": counts, "ties": counts, "chance": pa.float64(),
+             "truncated": counts, "accuracy": pa.float64()}  # fmt: skip
+    return pa.Table.from_pylist(rows, pa.schema(list(types.items())))
 
 
 def with_score_type(table: pa.Table) -> pa.Table:

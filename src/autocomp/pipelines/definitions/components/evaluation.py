@@ -2,34 +2,9 @@
 
 from typing import List, NamedTuple  # noqa: UP035  (KFP reads the annotation's name)
 
-from kfp.dsl import HTML, Dataset, Input, Metrics, Output
+from kfp.dsl import HTML, Dataset, Metrics, Output
 
 from autocomp.pipelines.definitions.components import component
-
-
-@component("core")
-def fetch(store: str, name: str, benchmark: Output[Dataset]) -> None:
-    """Fetch a published benchmark from the store.
-
-    Args:
-        store: the store
-        name: the benchmark's name (benchmarks/<name>)
-
-    Returns:
-        benchmark: benchmark.parquet, images embedded
-    """
-    import os
-    import tempfile
-
-    from autocomp.store.publish import fetch_benchmark
-
-    os.makedirs(benchmark.path, exist_ok=True)
-    fetch_benchmark(
-        store,
-        name,
-        tempfile.mkdtemp(prefix="fetch-"),
-        os.path.join(benchmark.path, "benchmark.parquet"),
-    )
 
 
 @component("core")
@@ -66,7 +41,6 @@ def select_models(
 
 @component("gpu")
 def score(
-    benchmark: Input[Dataset],
     model: str,
     store: str,
     name: str,
@@ -79,11 +53,11 @@ def score(
     max_candidates: int,
     scores: Output[Dataset],
 ) -> None:
-    """Score one model on the benchmark and publish its run as results/<name>/<model> (a run
-    already published there is fetched instead).
+    """Score one model on the published benchmark, read from the store as it goes; commit each
+    part to the store as it is written (a retried step resumes from them) and publish the run as
+    results/<name>/<model> (a run already published there is fetched instead).
 
     Args:
-        benchmark: the benchmark
         model: the model's registered name
         store: the store
         name: the benchmark's name
@@ -106,32 +80,39 @@ def score(
     from autocomp.process import ending
     from autocomp.scoring import score as score_models
     from autocomp.scoring.registry import REGISTRY_ENV
-    from autocomp.store.catalog.benchmarks import open_benchmark
+    from autocomp.store.catalog.benchmarks import open_published
 
     config = ScoreConfig(**values("score", locals()))
     path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(registry)  # the compiling machine's entry, not the image's
     os.environ[REGISTRY_ENV] = path
-    table = open_benchmark(os.path.join(benchmark.path, "benchmark.parquet"))
-    results = f"results/{name}" if store else None  # each run published as results/<name>/<model>
-    score_models([model], table, scores.path, config, store=store or None, results=results)
+    source = open_published(store, name)  # streamed from the store: nothing fetched first
+    results = f"results/{name}"  # each run published as results/<name>/<model>
+    score_models([model], source, scores.path, config, store=store, results=results)
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @component("core")
-def collect_scores(parts: Input[List[Dataset]], results: Output[Dataset]) -> None:  # noqa: UP006
-    """One summary over the score runs of a resource class.
+def collect_scores(
+    store: str,
+    name: str,
+    models: List[str],  # noqa: UP006
+    results: Output[Dataset],
+) -> None:
+    """One summary over the score runs of a resource class, read from the store.
 
     Args:
-        parts: one run folder per model
+        store: the store
+        name: the benchmark's name (its runs: results/<name>/<model>)
+        models: the models of this class the run scored
 
     Returns:
         results: summary.parquet over every model
     """
-    from autocomp.store.catalog.runs import collect_runs
+    from autocomp.pipelines.definitions.artifacts import collect_results
 
-    collect_runs([p.path for p in parts], results.path)
+    collect_results(store, name, models, results.path)
 
 
 @component("core")

@@ -1,6 +1,8 @@
-"""Components of the finetune_models pipeline (thin wrappers around autocomp.finetune). The
-split and train steps take every fine-tuning setting (FinetuneConfig's fields, recorded in
-their outputs); the run's settings are resolved when it is compiled or submitted."""
+"""Components of the finetune_models pipeline (thin wrappers around autocomp.finetune, with the
+store I/O of definitions.finetune_data). The split and train steps take every fine-tuning
+setting (FinetuneConfig's fields, recorded in their outputs); the run's settings are resolved
+when it is compiled or submitted. The benchmarks are read from the store, never passed as
+artifacts."""
 
 from typing import List  # noqa: UP035  (KFP reads the annotation's name)
 
@@ -11,7 +13,8 @@ from autocomp.pipelines.definitions.components import component
 
 @component("core")
 def split(
-    benchmark: Input[Dataset],
+    store: str,
+    name: str,
     split_seed: int,
     family: str,
     n: int,
@@ -34,10 +37,11 @@ def split(
     splits: Output[Dataset],
 ) -> None:
     """Split the benchmark's concepts (train / validation / held-out) and write the evaluation
-    benchmark (every row not trained or validated on).
+    benchmark (every row not trained or validated on) into the store.
 
     Args:
-        benchmark: the benchmark
+        store: the store
+        name: the published benchmark's name
         split_seed: seed of the concept split
         family: the training partition's family (paper: color)
         n: its N (paper: 2)
@@ -59,16 +63,15 @@ def split(
         mixed_precision: bf16 autocast on a GPU
 
     Returns:
-        splits: split.parquet and evaluation.parquet
+        splits: split.parquet, evaluation-rows.parquet and location.json (the evaluation
+            benchmark in the store)
     """
-    import os
-
     from autocomp.config import FinetuneConfig
-    from autocomp.finetune.stage import split as split_stage
+    from autocomp.pipelines.definitions.finetune_data import split_to_store
     from autocomp.pipelines.plumbing import values
 
     config = FinetuneConfig(**values("finetune", locals()))
-    split_stage(os.path.join(benchmark.path, "benchmark.parquet"), splits.path, config, split_seed)
+    split_to_store(store, name, config, split_seed, splits.path)
 
 
 @component("core")
@@ -90,7 +93,7 @@ def plan(models: List[str], negatives: List[str], seeds: List[int]) -> List[str]
 
 @component("gpu")
 def train(
-    benchmark: Input[Dataset],
+    name: str,
     splits: Input[Dataset],
     run: str,
     family: str,
@@ -113,10 +116,11 @@ def train(
     mixed_precision: bool,
     checkpoint: Output[Model],
 ) -> None:
-    """Fine-tune one model with one kind of hard negatives and one seed.
+    """Fine-tune one model with one kind of hard negatives and one seed, its state committed to
+    the store at every evaluation (a preempted step resumes from the last).
 
     Args:
-        benchmark: the benchmark
+        name: the published benchmark's name
         splits: the concept split
         run: the run (model, negatives kind and seed), as plan names it
         family: the training partition's family (paper: color)
@@ -141,53 +145,42 @@ def train(
     Returns:
         checkpoint: the fine-tuned checkpoint (open_clip local-dir) and its registry entry
     """
-    import os
-
     from autocomp.config import FinetuneConfig
-    from autocomp.finetune.stage import parse_run
-    from autocomp.finetune.stage import train as train_stage
+    from autocomp.pipelines.definitions.finetune_data import train_resumable
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
     config = FinetuneConfig(**values("finetune", locals()))
-    model, kind, seed = parse_run(run)
-    train_stage(
-        model,
-        os.path.join(benchmark.path, "benchmark.parquet"),
-        os.path.join(splits.path, "split.parquet"),
-        kind,
-        seed,
-        checkpoint.path,
-        config,
-    )
+    train_resumable(name, splits.path, run, config, checkpoint.path)
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @component("gpu")
 def score_finetuned(
-    checkpoint: Input[Model], splits: Input[Dataset], scores: Output[Dataset]
+    checkpoint: Input[Model], splits: Input[Dataset], run: str, scores: Output[Dataset]
 ) -> None:
-    """Score a fine-tuned checkpoint on the evaluation benchmark.
+    """Score a fine-tuned checkpoint on the evaluation benchmark (read from the store) and
+    publish the run to the store.
 
     Args:
         checkpoint: the checkpoint
         splits: the split (its evaluation benchmark)
+        run: the training run, as plan names it
 
     Returns:
         scores: the score run, marked for Table 8
     """
-    import os
-
-    from autocomp.finetune.stage import score_checkpoint
+    from autocomp.pipelines.definitions.finetune_data import run_slug, score_to_store
     from autocomp.process import ending
 
-    score_checkpoint(checkpoint.path, os.path.join(splits.path, "evaluation.parquet"), scores.path)
+    score_to_store(checkpoint.path, splits.path, scores.path, run_slug(run))
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @component("gpu")
 def score_pretrained(model: str, splits: Input[Dataset], scores: Output[Dataset]) -> None:
-    """Score a model before fine-tuning on the evaluation benchmark (Table 8's baseline).
+    """Score a model before fine-tuning on the evaluation benchmark (Table 8's baseline, read
+    from the store) and publish the run to the store.
 
     Args:
         model: the model's registered name
@@ -196,20 +189,17 @@ def score_pretrained(model: str, splits: Input[Dataset], scores: Output[Dataset]
     Returns:
         scores: the score run, marked pretrained
     """
-    import os
-
-    from autocomp.finetune.stage import score_checkpoint
+    from autocomp.pipelines.definitions.finetune_data import score_to_store
     from autocomp.process import ending
 
-    score_checkpoint(model, os.path.join(splits.path, "evaluation.parquet"), scores.path)
+    score_to_store(model, splits.path, scores.path, f"{model}-pretrained")
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @component("core")
 def report(
-    finetuned: Input[List[Dataset]],  # noqa: UP006
-    pretrained: Input[List[Dataset]],  # noqa: UP006
-    checkpoints: Input[List[Model]],  # noqa: UP006
+    runs: List[str],  # noqa: UP006
+    models: List[str],  # noqa: UP006
     splits: Input[Dataset],
     store: str,
     name: str,
@@ -217,12 +207,12 @@ def report(
     report: Output[Dataset],
 ) -> str:
     """Table 8 (the fine-tuning gains with their intervals) and the whole report, published to
-    the store as finetune/<name>/report-<hash>.
+    the store as finetune/<name>/report-<hash>; the score runs and training curves are read
+    from the store.
 
     Args:
-        finetuned: the fine-tuned models' score runs
-        pretrained: the pretrained models' score runs
-        checkpoints: the checkpoints (their training curves)
+        runs: the training runs (plan's names)
+        models: the pretrained models scored
         splits: the split (its evaluation benchmark)
         store: the store
         name: the benchmark's name
@@ -233,13 +223,17 @@ def report(
         Output: the Table 8 page's path
     """
     import os
+    import tempfile
 
     from autocomp.analysis.finetune import publish_report
+    from autocomp.pipelines.definitions.finetune_data import gather_results, run_slug
 
+    slugs = [run_slug(r) for r in runs] + [f"{m}-pretrained" for m in models]
+    found = gather_results(splits.path, slugs, tempfile.mkdtemp(prefix="finetune-"))
     return publish_report(
-        [p.path for p in [*finetuned, *pretrained]],
-        [c.path for c in checkpoints],
-        os.path.join(splits.path, "evaluation.parquet"),
+        found["runs"],
+        found["checkpoints"],
+        os.path.join(splits.path, "evaluation-rows.parquet"),
         report.path,
         store,
         name,

@@ -1,6 +1,6 @@
-"""Components of the generate_benchmark pipeline. Every output is a folder (Dataset artifact);
-a render shard's tables and images are separate artifacts (definitions.artifacts), so only
-validate and publish download images."""
+"""Components of the generate_benchmark pipeline. Every output is a folder (Dataset artifact)
+holding a table or a small manifest: images, the candidate table and the published benchmark
+live in the store (definitions.artifacts), so no step downloads data it does not read."""
 
 from typing import List  # noqa: UP035  (KFP reads the annotation's name)
 
@@ -74,23 +74,58 @@ def caption(
 
 
 @component("core")
-def shard_plan(num_shards: int) -> List[int]:  # noqa: UP006
-    """The render/validate shards of the run.
+def shard_plan(
+    captions: Input[Dataset],
+    store: str,
+    num_shards: int,
+    renderer: str,
+    seed: int,
+    render_settings: dict,
+    render_batch_size: int,
+    detector: str,
+    segmenter: str,
+    vqa: str,
+    validate_settings: dict,
+    validate_batch_size: int,
+    masks: str,
+    all_checks: bool,
+    work: Output[Dataset],
+) -> List[int]:  # noqa: UP006
+    """The render/validate shards of the run, and where their work lives in the store.
 
     Args:
+        captions: the captions (their content keys the work)
+        store: the store
         num_shards: how many shards (one GPU pod each)
+        renderer: the text-to-image model
+        seed: the run's seed
+        render_settings: renderer settings
+        render_batch_size: images per render batch
+        detector: the open-vocabulary detector
+        segmenter: the segmenter
+        vqa: the VQA judge
+        validate_settings: detector and segmenter settings, by role
+        validate_batch_size: images per validate batch
+        masks: sam2 or boxes
+        all_checks: run every check on every sample
 
     Returns:
+        work: location.json: the store and the keys of the run's render and validate work
         Output: the shard numbers, 0 to num_shards - 1
     """
+    from autocomp.pipelines.definitions.artifacts import config_from, plan_work
     from autocomp.store.shards import check_shard_args
 
+    given = locals()
+    plan_work(captions.path, store, config_from("render", given), config_from("validate", given),
+              work.path)  # fmt: skip
     return check_shard_args(None, num_shards)
 
 
 @component("gpu")
 def render(
     captions: Input[Dataset],
+    work: Input[Dataset],
     renderer: str,
     seed: int,
     settings: dict,
@@ -98,12 +133,13 @@ def render(
     num_shards: int,
     batch_size: int,
     table: Output[Dataset],
-    images: Output[Dataset],
 ) -> None:
-    """Render one shard's images, one seed per concept shared by both conditions.
+    """Render one shard's images into the store, one seed per concept shared by both
+    conditions.
 
     Args:
         captions: the captions
+        work: where the run's work lives in the store (shard_plan)
         renderer: the text-to-image model (generation registry)
         seed: the run's seed (each concept's image seed derives from it)
         settings: renderer settings
@@ -112,28 +148,22 @@ def render(
         batch_size: images per batch
 
     Returns:
-        table: the shard's render table
-        images: the shard's images (images/...)
+        table: the shard's render table (its images are in the store)
     """
-    import tempfile
-
     from autocomp.config import RenderConfig
-    from autocomp.generation.render import render_stage
-    from autocomp.pipelines.definitions.artifacts import split_render
+    from autocomp.pipelines.definitions.artifacts import render_shard
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
     config = RenderConfig(**values("render", locals()))
-    work = tempfile.mkdtemp(prefix="render-")
-    render_stage(captions.path, work, config, shard)
-    split_render(work, table.path, images.path)
+    render_shard(captions.path, work.path, config, shard, table.path)
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @component("gpu")
 def validate(
     table: Input[Dataset],
-    images: Input[Dataset],
+    work: Input[Dataset],
     detector: str,
     segmenter: str,
     vqa: str,
@@ -145,12 +175,12 @@ def validate(
     num_shards: int,
     verdicts: Output[Dataset],
 ) -> None:
-    """Check one shard's images: objects, background and attributes (detector, segmenter and a
-    VQA judge).
+    """Check one shard's images (read from the store): objects, background and attributes
+    (detector, segmenter and a VQA judge).
 
     Args:
         table: the shard's render table
-        images: the shard's images
+        work: where the run's work lives in the store (shard_plan)
         detector: the open-vocabulary detector (generation registry)
         segmenter: the segmenter (generation registry)
         vqa: the VQA judge (a generative model of the scoring registry)
@@ -164,111 +194,101 @@ def validate(
     Returns:
         verdicts: one row per sample and check
     """
-    import tempfile
-
     from autocomp.config import ValidateConfig
-    from autocomp.generation.validate import validate_stage
-    from autocomp.pipelines.definitions.artifacts import join
+    from autocomp.pipelines.definitions.artifacts import validate_shard
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
     config = ValidateConfig(**values("validate", locals()))
-    render = join([table.path, images.path], tempfile.mkdtemp(prefix="validate-"))
-    validate_stage(render, verdicts.path, config, shard)
+    validate_shard(table.path, work.path, config, shard, verdicts.path)
     ending()  # the process ends next: skip its last full garbage collection
 
 
 @component("core")
-def collect(parts: Input[List[Dataset]], merged: Output[Dataset]) -> None:  # noqa: UP006
-    """Gather every shard's tables into one folder.
-
-    Args:
-        parts: one folder per shard
-
-    Returns:
-        merged: every shard's files
-    """
-    from autocomp.store.shards import collect_stage
-
-    collect_stage([p.path for p in parts], merged.path)
-
-
-@component("core")
 def curate(
-    render: Input[Dataset],
-    verdicts: Input[Dataset],
+    work: Input[Dataset],
     captions: Input[Dataset],
     keep_rejected: bool,
     curated: Output[Dataset],
 ) -> None:
-    """Keep the samples that passed validation (B_min, B_ctx, B_paired) and count survival.
+    """Keep the samples that passed validation (B_min, B_ctx, B_paired) and count survival,
+    from every shard's tables in the store.
 
     Args:
-        render: every shard's render tables
-        verdicts: every shard's verdicts
+        work: where the run's shards are in the store (shard_plan)
         captions: the captions (their status: accepted, fallback)
         keep_rejected: keep rejected samples too, marked
 
     Returns:
         curated: curated.parquet and survival.parquet (the paper's Table 3)
     """
+    import os
+    import tempfile
+
     from autocomp.config import CurateConfig
     from autocomp.generation.curate import curate_stage
+    from autocomp.pipelines.definitions.artifacts import gather_shards
     from autocomp.pipelines.plumbing import values
 
     config = CurateConfig(**values("curate", locals()))
-    curate_stage(render.path, verdicts.path, curated.path, captions.path, config)
+    shards = tempfile.mkdtemp(prefix="shards-")
+    render, verdicts = os.path.join(shards, "render"), os.path.join(shards, "verdicts")
+    gather_shards(work.path, render, verdicts)
+    curate_stage(render, verdicts, curated.path, captions.path, config)
 
 
 @component("core")
 def negatives(
-    curated: Input[Dataset], protocol: str, batch_size: int, benchmark: Output[Dataset]
+    curated: Input[Dataset],
+    work: Input[Dataset],
+    protocol: str,
+    batch_size: int,
+    benchmark: Output[Dataset],
 ) -> None:
-    """Build the Swap and Confusion candidate sets of every curated sample.
+    """Build the Swap and Confusion candidate sets of every curated sample (the table goes to
+    the store).
 
     Args:
         curated: the curated samples
+        work: where the run's work lives in the store (shard_plan)
         protocol: paper (keep same-scene candidates, flagged) or strict (drop them)
         batch_size: rows per batch
 
     Returns:
-        benchmark: benchmark.parquet, the candidate sets
+        benchmark: location.json: where the candidate table is in the store
     """
     import os
+    import tempfile
 
     from autocomp.config import NegativesConfig
+    from autocomp.pipelines.definitions.artifacts import store_table
     from autocomp.pipelines.plumbing import values
     from autocomp.protocol.stages import negatives_stage
 
     config = NegativesConfig(**values("negatives", locals()), workers=1)  # in process
-    os.makedirs(benchmark.path, exist_ok=True)
-    negatives_stage(
-        os.path.join(curated.path, "curated.parquet"),
-        os.path.join(benchmark.path, "benchmark.parquet"),
-        config,
-    )
+    table = os.path.join(tempfile.mkdtemp(prefix="negatives-"), "benchmark.parquet")
+    negatives_stage(os.path.join(curated.path, "curated.parquet"), table, config)
+    store_table(table, work.path, benchmark.path)
 
 
 @component("core")
 def publish(
     benchmark: Input[Dataset],
-    images: Input[List[Dataset]],  # noqa: UP006  (every render shard's images)
+    work: Input[Dataset],
     concepts: Input[Dataset],
     curated: Input[Dataset],
-    store: str,
     name: str,
     run_id: str,
     unique: bool,
 ) -> str:
-    """Publish the benchmark to the store: Parquet shards with the images embedded (readable
-    by `datasets`), the concept set, the survival table and a dataset card.
+    """Publish the benchmark to the store, store to store: Parquet shards with the images
+    embedded (readable by `datasets`), the concept set, the survival table and a dataset card.
 
     Args:
-        benchmark: the candidate sets
-        images: every render shard's images
+        benchmark: where the candidate table is in the store (negatives)
+        work: where the run's images are in the store (shard_plan)
         concepts: the concept set
         curated: the curated samples and the survival table
-        store: the store
         name: the benchmark's name
         run_id: the KFP run's id
         unique: publish under <name>-<first 8 hex of the run id> (else under name)
@@ -277,18 +297,14 @@ def publish(
         Output: the name the benchmark was published under
     """
     import os
-    import tempfile
 
-    from autocomp.pipelines.definitions.artifacts import join
+    from autocomp.pipelines.definitions.artifacts import publish_run
     from autocomp.pipelines.definitions.plan import published_name
-    from autocomp.store.publish import publish_stage
 
-    return publish_stage(
-        os.path.join(benchmark.path, "benchmark.parquet"),
-        join([p.path for p in images], tempfile.mkdtemp(prefix="images-")),
-        tempfile.mkdtemp(prefix="publish-"),
-        store,
-        published_name(name, run_id, unique),
+    return publish_run(
+        benchmark.path,
+        work.path,
         os.path.join(concepts.path, "concepts.parquet"),
         os.path.join(curated.path, "survival.parquet"),
+        published_name(name, run_id, unique),
     )

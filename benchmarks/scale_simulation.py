@@ -1,0 +1,247 @@
+"""The data flow at scale, on this machine: generate_benchmark then evaluate_models through
+kfp.local against an S3 store (moto_server on 127.0.0.1), at sizes a factor of 10 apart, with the
+tiny models at their cheapest settings (32 px, one inference step, 8-token captions, the checks
+stopping at the first failure). The compute is not what is measured; the data flow is: each
+step's peak disk (its scratch and its output artifacts, polled), peak memory (RSS), the bytes it
+moved to and from the store, and its wall time (benchmarks/scale_probe: a per-task probe), and
+what the store holds at the end. A step whose disk or memory grows with the benchmark beyond its
+stated bound (autocomp.pipelines.cluster.capacity) shows as a ratio far above 1 between sizes.
+
+    python benchmarks/scale_simulation.py --concepts 50 500 --out /tmp/scale   # both sizes
+    python benchmarks/scale_simulation.py --concepts 20 --out /tmp/rate        # the chain's rate
+
+Prints one table per size and the large/small ratios, and writes OUT/figures.json. The machine
+is shared (2 cores): the load average is sampled and printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = Path(__file__).resolve().parent / "scale_probe"
+SPECS = ("color:2", "position:2")
+MODELS = ("tiny-clip", "tiny-siglip")
+CHEAPEST = {  # the tiny models at their cheapest settings, in large batches
+    "render_settings": {"height": 32, "width": 32, "num_inference_steps": 1},
+    "caption_settings": {"max_new_tokens": 8},
+    "caption_batch_size": 64,
+    "render_batch_size": 16,
+    "validate_batch_size": 32,
+    "all_checks": False,  # the random detector rejects every image: later checks are skipped
+    "masks": "boxes",
+    "num_shards": 2,
+}
+STEP = re.compile(r"^(?P<step>[a-z0-9_.-]+?)(?:-\d+)?$")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def moto_store(bucket: str = "autocomp") -> Iterator[str]:
+    """An S3 store on a moto_server of its own on 127.0.0.1; yields its URI (the environment
+    holds the endpoint and keys the steps read)."""
+    port = _free_port()
+    binary = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen([str(binary), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.time() + 30
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.time() > deadline:
+                raise RuntimeError("moto_server did not start")
+            time.sleep(0.1)
+        os.environ.update({"AUTOCOMP_S3_ENDPOINT": f"http://127.0.0.1:{port}",
+                           "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+        yield f"s3://{bucket}/scale"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+class LoadSampler:
+    """The 1-minute load average, sampled every few seconds while a run goes."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self.samples: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+
+    def _run(self, every: float) -> None:
+        while not self.stop.is_set():
+            self.samples.append(os.getloadavg()[0])
+            self.stop.wait(every)
+
+    def __enter__(self) -> LoadSampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def summary(self) -> dict[str, float]:
+        s = self.samples or [os.getloadavg()[0]]
+        return {"min": min(s), "median": sorted(s)[len(s) // 2], "max": max(s)}
+
+
+def arguments(concepts: int, models: tuple[str, ...], **given: Any) -> tuple[dict, dict]:
+    """generate_benchmark's and evaluate_models' arguments: the tiny profile, `concepts`
+    concepts over SPECS, the cheapest settings, `models` scored (`given`: more overrides)."""
+    from autocomp.pipelines.local.run import local_arguments
+
+    count = max(1, concepts // len(SPECS))
+    overrides = {**CHEAPEST, **given}
+    return local_arguments("tiny", list(models), specs=",".join(SPECS), count=count, **overrides)
+
+
+def run(
+    concepts: int,
+    out: Path,
+    store: str,
+    models: tuple[str, ...] = MODELS,
+    pipelines: tuple[str, ...] = ("generate_benchmark", "evaluate_models"),
+    **given: Any,
+) -> dict[str, Any]:
+    """Both pipelines at one size with the probe on every task; returns the figures."""
+    from autocomp.pipelines import checks
+    from autocomp.pipelines.local.run import LocalRun
+
+    generate, evaluate = arguments(concepts, models, **given)
+    name = f"scale-{concepts}"
+    run_args = {"name": name, "store": store}
+    checks.check("generate_benchmark", {**run_args, "unique_name": False, **generate})
+    checks.check("evaluate_models", {**run_args, **evaluate})
+    probe = out / "probe"
+    os.environ["AUTOCOMP_SCALE_PROBE"] = str(probe)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROBE), str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p
+    )
+    walls = {}
+    with LoadSampler() as load, LocalRun(out, offline=True, tty=False) as session:
+        for pipeline in pipelines:
+            started = time.time()
+            extra = (
+                {"unique_name": False, **generate} if pipeline == "generate_benchmark" else evaluate
+            )
+            session.run(pipeline, **run_args, **extra)
+            walls[pipeline] = time.time() - started
+    os.environ.pop("AUTOCOMP_SCALE_PROBE")
+    tasks = [json.loads(p.read_text()) for p in (probe / "tasks").glob("*.json")]
+    tasks.sort(key=lambda t: t["started"])
+    return {
+        "concepts": concepts, "samples": 2 * concepts, "name": name, "walls": walls,
+        "load": load.summary(), "steps": by_step(tasks), "store": stored_bytes(store),
+    }  # fmt: skip
+
+
+def by_step(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per step (render-0 and render-1 are one step; score-cpu for every model too): pods, the
+    largest peak disk and RSS of one pod, the bytes all its pods moved, and the wall time of the
+    slowest pod."""
+    steps: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        name = STEP.match(t["task"])["step"] if STEP.match(t["task"]) else t["task"]  # type: ignore[index]
+        s = steps.setdefault(name, {"pods": 0, "peak_disk": 0, "peak_rss": 0, "read": 0,
+                                    "written": 0, "requests": 0, "wall_s": 0.0})  # fmt: skip
+        s["pods"] += 1
+        for key in ("peak_disk", "peak_rss"):
+            s[key] = max(s[key], t[key])
+        for key in ("read", "written", "requests"):
+            s[key] += t[key]
+        s["wall_s"] = max(s["wall_s"], t["wall_s"])
+    return steps
+
+
+def stored_bytes(store: str) -> dict[str, int]:
+    """What the store holds at the end, by top-level area (work/<stage>, benchmarks, results)."""
+    from autocomp.store.storage import open_store
+
+    areas: dict[str, int] = {}
+    for item in open_store(store).list(""):
+        parts = item.key.split("/")
+        area = "/".join(parts[:2]) if parts[0] == "work" else parts[0]
+        areas[area] = areas.get(area, 0) + item.size
+    return dict(sorted(areas.items()))
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.1f}"
+
+
+def table(figures: dict[str, Any]) -> str:
+    """One size's per-step figures as a Markdown table."""
+    lines = [
+        f"{figures['concepts']:,} concepts ({figures['samples']:,} images); walls: "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in figures["walls"].items())
+        + "; load average {min:.1f}-{max:.1f} (median {median:.1f})".format(**figures["load"]),
+        "",
+        "| step | pods | peak disk MB (one pod) | peak RSS MB (one pod) | read MB | written MB "
+        "| requests | wall s (slowest pod) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in figures["steps"].items():
+        lines.append(
+            f"| {name} | {s['pods']} | {_mb(s['peak_disk'])} | {_mb(s['peak_rss'])} | "
+            f"{_mb(s['read'])} | {_mb(s['written'])} | {s['requests']:,} | {s['wall_s']:.1f} |"
+        )
+    lines += ["", "store: " + ", ".join(f"{k} {_mb(v)} MB" for k, v in figures["store"].items())]
+    return "\n".join(lines)
+
+
+def ratios(small: dict[str, Any], large: dict[str, Any]) -> str:
+    """Large / small per step: what grows with the benchmark and what stays flat."""
+    lines = ["| step | disk x | RSS x | bytes moved x |", "|---|---:|---:|---:|"]
+    for name, s in large["steps"].items():
+        t = small["steps"].get(name)
+        if not t:
+            continue
+        moved = (s["read"] + s["written"]) / max(1, t["read"] + t["written"])
+        lines.append(
+            f"| {name} | {s['peak_disk'] / max(1, t['peak_disk']):.2f} | "
+            f"{s['peak_rss'] / max(1, t['peak_rss']):.2f} | {moved:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--concepts", type=int, nargs="+", default=[50, 500])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = []
+    with moto_store() as store:
+        for concepts in args.concepts:
+            figures = run(concepts, args.out / f"c{concepts}", store, tuple(args.models.split(",")))
+            results.append(figures)
+            print(table(figures), "\n", flush=True)
+    if len(results) > 1:
+        print(ratios(results[0], results[-1]))
+    (args.out / "figures.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""A score run committed to a store as it goes (`score(..., store=, results=)`: the pipelines'
+score steps): preemption-safe, and with a run folder that holds at most one part.
+
+Each part (its scores and predictions, with run.json) is committed as it is written
+(store.work.PartLog under `work/score/<key>`; the key is what a resumed run must match:
+ScoreRun.check's model, weights, benchmark digest, mode and format), then removed from the
+local run folder. A run that starts where a killed or preempted one stopped reads which items
+are done from the committed parts (their sample ids, read by range) and scores only the rest,
+in the same parts. When the run is done it is published as <results>/<model>: the committed
+parts copied inside the store, run.json, and summary.parquet computed from the committed
+predictions part by part. A resumed run publishes what an uninterrupted run publishes; a part
+made under another key (another model, benchmark or mode) is never reused. Items that failed
+stay failed in a stored run (the local folder's resume retries them; a published benchmark's
+failures are not transient).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from autocomp.store.catalog.runs import RUN_FILE, SUMMARY_FILE, ScoreRun, summarize_parts
+from autocomp.store.storage import Store, manifest_entry
+from autocomp.store.work import PartLog, work_prefix
+
+WEIGHTS = ("weights", "architecture", "model_class", "revision")
+
+
+def part_log(target: Store, record: dict[str, Any]) -> PartLog:
+    """Where a run's parts are committed: keyed on what a resumed run must match. The limit is
+    not in the key: a resumed run may extend it (run.json, committed with every part, says what
+    the parts cover, and ScoreRun.check refuses a lower one)."""
+    key = {
+        "model": record["model"], "weights": {k: record["entry"].get(k) for k in WEIGHTS},
+        "benchmark_sha": record["benchmark_sha"], "blind": record["blind"],
+        "choice": record["choice"], "format": record["format"],
+    }  # fmt: skip
+    return PartLog(target, work_prefix("score", key), key)
+
+
+def _part(index: int) -> str:
+    return f"part-{index:05d}.parquet"
+
+
+class StoredRun:
+    """One model's run whose parts live in a store (see the module doc)."""
+
+    def __init__(self, target: Store, run: ScoreRun, record: dict[str, Any]) -> None:
+        self.target, self.run, self.record = target, run, record
+        self.log = part_log(target, record)
+        self.parts = self.log.committed()
+
+    def restore_record(self) -> None:
+        """The latest committed part's run.json into the run folder (what ScoreRun.check
+        then holds this run to)."""
+        if not self.parts:
+            return
+        self.run.folder.mkdir(exist_ok=True)
+        name = self.log.name(max(self.parts))
+        self.target.get_file(name, RUN_FILE, self.run.folder / RUN_FILE)
+
+    def _read(self, index: int, sub: str, columns: list[str] | None = None) -> pa.Table:
+        rel = f"{sub}/{_part(index)}"
+        entry = manifest_entry(self.parts[index], rel)
+        handle = self.target.open(f"{self.log.name(index)}/{rel}", entry["size"])
+        return pq.read_table(handle, columns=columns)
+
+    def resume(self) -> tuple[set[str], int]:
+        """The sample ids the committed parts hold and the next part's number."""
+        done: set[str] = set()
+        for index in self.parts:
+            done.update(self._read(index, "predictions", ["sample_id"]).column(0).to_pylist())
+        if self.parts:  # one line: what an earlier, killed or preempted, attempt left
+            model, parts = self.record["model"], len(self.parts)
+            note = f"resuming after {parts} committed part(s) ({len(done)} items)"
+            print(f"score {model}: {note}; scoring only the rest", file=sys.stderr)
+        return done, max(self.parts, default=-1) + 1
+
+    def commit(self, index: int) -> None:
+        """Part `index` (with run.json) into the store, then out of the run folder."""
+        files = {f"{sub}/{_part(index)}": self.run.folder / sub / _part(index)
+                 for sub in ("scores", "predictions")}  # fmt: skip
+        self.parts[index] = self.log.commit(
+            index, {**files, RUN_FILE: self.run.folder / RUN_FILE}, stage="score"
+        )
+        for path in files.values():
+            path.unlink()
+
+    def summary(self) -> pa.Table:
+        return summarize_parts(self._read(i, "predictions") for i in self.parts)
+
+    def publish(self, key: str, made_by: dict[str, Any]) -> None:
+        """The run as the output `key`: parts copied inside the store, then run.json and
+        summary.parquet from the run folder, manifest last; the parts' log is then cleared."""
+        with self.target.writer(key, made_by) as writer:
+            for index, manifest in self.parts.items():
+                for f in manifest["files"]:
+                    if f["path"] != RUN_FILE:
+                        source = f"{self.log.name(index)}/{f['path']}"
+                        writer.add_copy(f["path"], source, f["size"], f["sha256"])
+            for name in (RUN_FILE, SUMMARY_FILE):
+                writer.add_file(name, self.run.folder / name)
+        self.log.clear()
+
+
+def covers(previous: dict[str, Any], limit: int | None, rows: int) -> bool:
+    """Whether a published run (its run.json) holds every item a run with `limit` scores."""
+    return min(limit or rows, rows) <= min(previous.get("limit") or rows, rows)
+
+
+def fetch_summary(target: Store, key: str, run: ScoreRun) -> None:
+    """A published run's run.json and summary into the run folder (nothing is scored)."""
+    run.folder.mkdir(exist_ok=True)
+    for name in (RUN_FILE, SUMMARY_FILE):
+        target.get_file(key, name, Path(run.folder) / name)
