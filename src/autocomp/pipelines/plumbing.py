@@ -147,6 +147,12 @@ PARAMETERS: dict[str, tuple[Parameter, ...]] = {
             "validate.num_shards",
         ),  # fmt: skip
         _run("unique_name", "publish under <name>-<run id> (false: under name as given)", True),
+        _run(
+            "draw",
+            "empty: the seed as given; else folded into the sample, caption and render seeds (a "
+            "recurring run's is its run id: a new draw each run)",
+            "",
+        ),  # fmt: skip
     ),
     "evaluate_models": (
         _run("name", f"{_NAME} (a generate run's <name>-<run id>)"),

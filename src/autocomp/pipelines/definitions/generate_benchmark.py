@@ -27,11 +27,13 @@ def build(cluster: bool = True) -> Any:
     )
     def generate_benchmark(p: Any) -> Any:
         concepts = b.step(
-            c.sample, "sample", **inputs("sample", p), store=p["store"], reuse=p["reuse_concepts"]
-        )
+            c.sample, "sample", **inputs("sample", p), store=p["store"], reuse=p["reuse_concepts"],
+            draw=p["draw"],
+        )  # fmt: skip
         captions = b.step(
-            c.caption, "caption", concepts=concepts.outputs["concepts"], **inputs("caption", p)
-        )
+            c.caption, "caption", concepts=concepts.outputs["concepts"], **inputs("caption", p),
+            draw=p["draw"],
+        )  # fmt: skip
         plan = b.step(c.shard_plan, "shard_plan", num_shards=p["num_shards"])
         with dsl.ParallelFor(items=plan.output, name="shards") as shard:
             rendered = b.step(
@@ -39,6 +41,7 @@ def build(cluster: bool = True) -> Any:
                 "render",
                 captions=captions.outputs["captions"],
                 shard=shard,
+                draw=p["draw"],
                 **inputs("render", p),
             )
             checked = b.step(

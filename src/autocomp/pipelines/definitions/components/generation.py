@@ -11,7 +11,13 @@ from autocomp.pipelines.definitions.components import component
 
 @component("core")
 def sample(
-    specs: str, count: int, seed: int, store: str, reuse: str, concepts: Output[Dataset]
+    specs: str,
+    count: int,
+    seed: int,
+    store: str,
+    reuse: str,
+    concepts: Output[Dataset],
+    draw: str = "",
 ) -> None:
     """Sample the run's concepts, or reuse the concept set of a published benchmark.
 
@@ -21,6 +27,7 @@ def sample(
         seed: the sampling seed
         store: the store that holds `reuse`
         reuse: a published benchmark whose concepts to reuse (empty: sample anew)
+        draw: folded into the seed when given (a recurring run's run id: plan.draw_seed)
 
     Returns:
         concepts: concepts.parquet, one row per concept with its Minimal caption
@@ -28,10 +35,11 @@ def sample(
     import os
 
     from autocomp.config import SampleConfig
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.protocol.stages import reuse_or_sample
 
-    config = SampleConfig(**values("sample", locals()))
+    config = drawn(SampleConfig(**values("sample", locals())), draw)
     os.makedirs(concepts.path, exist_ok=True)
     reuse_or_sample(config, store, reuse, os.path.join(concepts.path, "concepts.parquet"))
 
@@ -46,6 +54,7 @@ def caption(
     fallback: str,
     settings: dict,
     captions: Output[Dataset],
+    draw: str = "",
 ) -> None:
     """Write each concept's Contextual caption with an LLM (checked, 3 tries, paper protocol).
 
@@ -57,6 +66,7 @@ def caption(
         batch_size: concepts per batch
         fallback: minimal (keep the Minimal caption, marked) or empty (drop the concept)
         settings: captioner settings
+        draw: folded into the seed when given (plan.draw_seed)
 
     Returns:
         captions: the caption shards and every attempt
@@ -65,10 +75,11 @@ def caption(
 
     from autocomp.config import CaptionConfig
     from autocomp.generation.caption import caption_stage
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
-    config = CaptionConfig(**values("caption", locals()))
+    config = drawn(CaptionConfig(**values("caption", locals())), draw)
     caption_stage(os.path.join(concepts.path, "concepts.parquet"), captions.path, config)
     ending()  # the process ends next: skip its last full garbage collection
 
@@ -99,6 +110,7 @@ def render(
     batch_size: int,
     table: Output[Dataset],
     images: Output[Dataset],
+    draw: str = "",
 ) -> None:
     """Render one shard's images, one seed per concept shared by both conditions.
 
@@ -110,6 +122,7 @@ def render(
         shard: this shard's number
         num_shards: the run's shards
         batch_size: images per batch
+        draw: folded into the seed when given (plan.draw_seed)
 
     Returns:
         table: the shard's render table
@@ -120,10 +133,11 @@ def render(
     from autocomp.config import RenderConfig
     from autocomp.generation.render import render_stage
     from autocomp.pipelines.definitions.artifacts import split_render
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
-    config = RenderConfig(**values("render", locals()))
+    config = drawn(RenderConfig(**values("render", locals())), draw)
     work = tempfile.mkdtemp(prefix="render-")
     render_stage(captions.path, work, config, shard)
     split_render(work, table.path, images.path)
