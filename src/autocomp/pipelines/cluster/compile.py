@@ -85,7 +85,6 @@ def compile_all(
     for name, (header, docs) in written.items():
         paths[name] = out / f"{name}.yaml"
         _write(paths[name], header, docs)
-    job = warmup.job_manifest(image("gpu"), tuple(pull_secrets))
-    (out / WARMUP_FILE).write_text(yaml.safe_dump(job, sort_keys=False), encoding="utf-8")
+    (out / WARMUP_FILE).write_text(warmup.render(image("gpu"), tuple(pull_secrets)), "utf-8")
     paths["warmup"] = out / WARMUP_FILE
     return paths

@@ -127,6 +127,29 @@ def _download(entry: Wanted, cache: str | Path) -> None:
                       allow_patterns=choose_files(files))  # fmt: skip
 
 
+HEADER = """\
+# Fill the model cache (autocomp-model-cache) once: every model `models=[all]` scores and the
+# paper profile's generation models, downloaded from the hub by `autocomp prefetch` (safetensors
+# over pickles; `autocomp prefetch --list` shows the list). `autocomp compile` writes this Job to
+# dist/model-cache-warmup.yaml with your gpu image filled in (and your image pull secrets);
+# manifests/base/model-cache-warmup.yaml names the image by kind only (set it by hand).
+#   kubectl -n <namespace> create -f dist/model-cache-warmup.yaml     (your profile namespace
+#   kubectl -n <namespace> logs -f job/autocomp-model-cache-warmup     in multi-user Kubeflow)
+# No namespace in it; no Istio sidecar (a sidecar keeps a Job's pod running after the download
+# ends); its first step runs as root to hand /models/hub and /models/weights to uid 1000 (the
+# steps' user; KFP sets no fsGroup). HF_TOKEN (autocomp-hf, optional here) for the gated models;
+# file: weights (negclip.pth) are copied into /models/weights by hand. Re-run it after adding
+# models: finished downloads are kept. Written by autocomp.pipelines.cluster.warmup.render.
+"""
+
+
+def render(image: str, pull_secrets: tuple[str, ...] = ()) -> str:
+    """The warm-up Job as a manifest file: HEADER, then the Job."""
+    import yaml
+
+    return HEADER + yaml.safe_dump(job_manifest(image, pull_secrets), sort_keys=False)
+
+
 def job_manifest(image: str, pull_secrets: tuple[str, ...] = ()) -> dict[str, Any]:
     """The warm-up Job (see the module's doc)."""
     hub = MODEL_CACHE_ENV["HF_HUB_CACHE"]
