@@ -31,3 +31,26 @@ def image_lock(tmp_path_factory):
         else:
             os.environ[key] = value
     images.image_lock.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def dist_for(image_lock, tmp_path_factory):
+    """`dist_for(backend, gpu_sizes=..., pull_secrets=..., tolerations=...)`: the packages
+    compiled with those options (once per session, in this process)."""
+    import warnings
+
+    from autocomp.pipelines.cluster.compile import compile_all
+
+    made: dict = {}
+
+    def compiled(backend: str | None = None, **options):
+        key = (backend, json.dumps(options, sort_keys=True, default=list))
+        if key not in made:
+            out = tmp_path_factory.mktemp(f"dist-{backend or 'default'}")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile_all(out, backend, **options)
+            made[key] = out
+        return made[key]
+
+    return compiled

@@ -75,7 +75,7 @@ def _upload(args: argparse.Namespace) -> None:
     for name, package in packages.items():  # every package is checked before any upload
         load_package(name, package)
     endpoint = _endpoint(args)
-    client = connect(endpoint)
+    client = connect(endpoint, namespaced=False)  # shared pipelines: no namespace
     for name, package in packages.items():
         with api_errors(endpoint.host):
             done = upload(client, name, package)

@@ -104,9 +104,10 @@ def check_endpoint(endpoint: Endpoint) -> None:
         raise UsageError("kfp_version", endpoint.kfp_version, "give a version such as 2.15.0")
 
 
-def connect(endpoint: Endpoint | str) -> Any:
+def connect(endpoint: Endpoint | str, namespaced: bool = True) -> Any:
     """A kfp.Client for `endpoint`, after one healthz request with the same credentials (its
-    answer is kept as `client.autocomp_health`). Multi-user mode needs the namespace."""
+    answer is kept as `client.autocomp_health`). In multi-user mode runs, experiments and their
+    authorization are per namespace: it must be given (`namespaced`; uploads are shared)."""
     import warnings
 
     import kfp
@@ -115,7 +116,7 @@ def connect(endpoint: Endpoint | str) -> Any:
         endpoint = Endpoint(endpoint)
     check_endpoint(endpoint)
     health = _probe(endpoint)
-    if health.get("multi_user") and not endpoint.namespace:
+    if namespaced and health.get("multi_user") and not endpoint.namespace:
         raise UsageError("namespace", None, "the KFP API runs in multi-user mode: give your "
                          "profile namespace (every run, experiment and authorization is per "
                          "namespace)")  # fmt: skip

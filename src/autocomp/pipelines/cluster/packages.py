@@ -191,7 +191,13 @@ def check_placement(pipeline: str, params: dict[str, Any], docs: list[dict[str, 
     """The run's models fit the GPUs the package places their steps on: a renderer, captioner,
     validation model or fine-tuned model bigger than the compiled step's GPU size would run out
     of GPU memory there (or never be scheduled)."""
-    from autocomp.pipelines.cluster.resources import STEPS, step_need, tier_floor_mib, tier_for
+    from autocomp.pipelines.cluster.resources import (
+        STEPS,
+        model_need,
+        step_need,
+        tier_floor_mib,
+        tier_for,
+    )
 
     definitions = input_definitions(docs[0])
     full = {**{k: _default(d) for k, d in definitions.items() if "defaultValue" in d}, **params}
@@ -208,7 +214,9 @@ def check_placement(pipeline: str, params: dict[str, Any], docs: list[dict[str, 
         if not floor or need is None or tier_floor_mib(tier_for(need)) <= floor:
             continue
         role = roles[-1] if roles[-1] != "finetune_models" else "models"
-        given = ", ".join(str(models[r]) for r in roles)
+        named = [[m] if isinstance(m, str) else list(m) for m in (models[r] for r in roles)]
+        given = ", ".join(max(names, key=lambda n, r=r: model_need(r, n))
+                          for r, names in zip(roles, named, strict=True))  # fmt: skip
         raise UsageError(
             role, given,
             f"{step} needs {need:g} GB per GPU with it, but the package places {step} on GPUs "
