@@ -446,6 +446,9 @@ def test_params_are_checked_against_the_package_before_any_request(
     "pipeline, params, message",
     [
         ("generate_benchmark", ["name=../../etc"], "name: '../../etc': letters, digits"),
+        ("generate_benchmark", ["name=<b>x</b>"], "name: '<b>x</b>': letters, digits"),
+        ("generate_benchmark", ["name="], "name: '': letters, digits"),
+        ("generate_benchmark", ["name=x", "store=ftp://h/x"], "store: 'ftp://h/x'"),
         ("evaluate_models", ["name=x", "models=[no-such-model]"], "unknown model"),
         ("evaluate_models", ["name=x", "limit=-5"], "--limit: -5"),
         ("evaluate_models", ["name=x", "blind=maybe"], "--blind: 'maybe'"),

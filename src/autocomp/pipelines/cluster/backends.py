@@ -14,7 +14,8 @@ them: the support matrix as data, read in the backend's source at each release t
   compiled package records its range (`stamp`), which doctor, submit and schedule compare with
   the server's own version (`check_server`).
 
-No kfp here (the CLI checks before kfp is imported).
+No kfp here (the CLI checks before kfp is imported). Longer than most modules because most of
+it is data: the field and feature tables, each entry with the source it was read in.
 """
 
 from __future__ import annotations
@@ -354,6 +355,51 @@ def target_for(text: str | None) -> Target:
         raise UsageError("backend", text, f"no supported KFP release; supported: "
                          f"{', '.join(t.range for t in TARGETS)}")  # fmt: skip
     return found
+
+
+# ----------------------------------------------------------------------------- the matrix
+
+SHORT = {  # each feature as its absence reads in the matrix (what a user sees)
+    "nonroot": "refused: the launcher cannot create /minio, /s3, /gcs as uid 1000",
+    "parallelism": "no loop parallelism limits",
+    "retries_root": "no retries",
+    "retries_nested": "retries only for root-DAG tasks",
+    "job_uuid": "run id through {{workflow.uid}}",
+    "node_affinity": "GPUs placed by autocomp.io/gpu-<N>gb node labels",
+    "collected": "packages fanning in with dsl.Collected refused",
+    "named_loops": "dsl.Collected from named loops refused (#13239)",
+    "secret_optional": "the autocomp-hf Secret must exist",
+}
+MATRIX = {(2, 2, 0): "2.2.0", (2, 3, 0): "2.3.0", (2, 4, 0): "2.4.0", (2, 4, 1): "2.4.1",
+          (2, 5, 0): "2.5.0", (2, 14, 0): "2.14.x", (2, 15, 0): "2.15.0", (2, 16, 0): "2.16.x",
+          (2, 17, 0): "2.17.0"}  # fmt: skip
+
+
+def _store(version: Version) -> str:
+    if version < FEATURE["seaweedfs"].first:
+        return "store: MinIO, minio-service.kubeflow:9000"
+    if version < FEATURE["no_minio_service"].first:
+        return "store: SeaweedFS (seaweedfs.kubeflow:8333; minio-service too), keys per profile"
+    return "store: SeaweedFS (seaweedfs.kubeflow:8333), keys per profile"
+
+
+def matrix_markdown() -> str:
+    """The support matrix as docs/cluster.md prints it (a test keeps the two equal)."""
+    rows = ["| KFP | Kubeflow | `--backend` | on that backend |", "|---|---|---|---|"]
+    for version, label in MATRIX.items():
+        kubeflow = ", ".join(k for k, v in KUBEFLOW.items() if v == version) or "-"
+        if refusal(version):
+            rows.append(f"| {label} | {kubeflow} | refused | {SHORT['nonroot']} |")
+            continue
+        target = next(t for t in TARGETS if t.covers(version))
+        missing = {f.key for f in FEATURES if f.key in SHORT and version < f.first}
+        if "retries_root" in missing:
+            missing.discard("retries_nested")
+        if "collected" in missing:
+            missing.discard("named_loops")
+        differs = [SHORT[f.key] for f in FEATURES if f.key in missing] + [_store(version)]
+        rows.append(f"| {label} | {kubeflow} | {target.name} | {'; '.join(differs)} |")
+    return "\n".join(rows) + "\n"
 
 
 # ----------------------------------------------------------------------------- the package
