@@ -332,8 +332,8 @@ def refusal(version: Version) -> str | None:
     for feature in FEATURES:
         package_level = feature.key in ("collected", "named_loops")  # check_server: the YAML
         if feature.effect == "refuse" and not package_level and version < feature.first:
-            return (f"KFP {shown(version)}: {feature.before} (fixed in "
-                        f"{shown(feature.first)}: {feature.source})")  # fmt: skip
+            fixed = f"fixed in {shown(feature.first)}: {feature.source}"
+            return f"KFP {shown(version)}: {feature.before} ({fixed})"
     return None
 
 
