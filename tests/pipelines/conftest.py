@@ -1,4 +1,4 @@
-"""What every pipelines test compiles with: an image lock that pins all three images (as
+"""What every pipelines test compiles with (set for tests/pipelines only: package scope): an image lock that pins all three images (as
 `make push` writes it), so compile names pullable images whatever the checkout's state (a dirty
 working tree included), and the registry the lock names."""
 
@@ -13,7 +13,7 @@ DIGEST = "sha256:" + "ab" * 32
 REGISTRY = "registry.test/autocomp"
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="package", autouse=True)
 def image_lock(tmp_path_factory):
     from autocomp.pipelines.cluster import images
 
@@ -33,10 +33,10 @@ def image_lock(tmp_path_factory):
     images.image_lock.cache_clear()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def dist_for(image_lock, tmp_path_factory):
     """`dist_for(backend, gpu_sizes=..., pull_secrets=..., tolerations=...)`: the packages
-    compiled with those options (once per session, in this process)."""
+    compiled with those options (once per test run, in this process)."""
     import warnings
 
     from autocomp.pipelines.cluster.compile import compile_all

@@ -38,6 +38,22 @@ def _compile(args: argparse.Namespace) -> None:
     for name, path in done.items():
         print(f"compiled {name} -> {path}")
     print(f"for KFP backend {target.range} (docs/cluster.md: what works on which version)")
+    _compile_notes(done, target)
+
+
+def _compile_notes(done: dict, target) -> None:  # noqa: ANN001  (a backends.Target)
+    """What the packages cannot do on the target's first release (doctor refuses it there)."""
+    import sys
+
+    import yaml
+
+    from autocomp.pipelines.cluster.backends import check_server
+
+    for name in PIPELINES:
+        spec = next(yaml.safe_load_all(done[name].read_text(encoding="utf-8")))
+        refusals, _ = check_server(spec, target.first)
+        for why in refusals:
+            print(f"autocomp compile: note: {name} on KFP {target.range}: {why}", file=sys.stderr)
 
 
 def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
@@ -335,7 +351,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="download every model the pipelines load into a hub cache (the warm-up Job)",
         description="Every model `models=[all]` scores and the paper profile's generation "
         "models, from the hub into --cache (one copy: safetensors over pickles). "
-        "dist/model-cache-warmup.yaml runs it in the cluster.",
+        "dist/jobs/model-cache-warmup.yaml runs it in the cluster.",
     )
     p.add_argument("--cache", default=None, help="the hub cache folder (default $HF_HUB_CACHE)")
     p.add_argument("--model", dest="models", action="append", default=[], help="only this model")

@@ -14,7 +14,7 @@ from typing import Any
 
 from autocomp.pipelines.plumbing import PIPELINES
 
-WARMUP_FILE = "model-cache-warmup.yaml"
+WARMUP_FILE = "jobs/model-cache-warmup.yaml"  # beside, not among, the pipeline packages
 
 
 def load(name: str) -> Any:
@@ -85,6 +85,7 @@ def compile_all(
     for name, (header, docs) in written.items():
         paths[name] = out / f"{name}.yaml"
         _write(paths[name], header, docs)
+    (out / WARMUP_FILE).parent.mkdir(exist_ok=True)
     (out / WARMUP_FILE).write_text(warmup.render(image("gpu"), tuple(pull_secrets)), "utf-8")
     paths["warmup"] = out / WARMUP_FILE
     return paths

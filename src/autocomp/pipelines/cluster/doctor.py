@@ -297,7 +297,7 @@ def check_model_cache(report: Report, kube: Any, namespace: str, gpu_nodes: int)
         report.line("PASS", what, shown)
     elif claim["phase"] == "Pending" and klass and klass["binding"] == "WaitForFirstConsumer":
         report.line("WARN", what, f"{shown}: bound when the first pod mounts it (run the "
-                    "warm-up Job: dist/model-cache-warmup.yaml)")  # fmt: skip
+                    "warm-up Job: dist/jobs/model-cache-warmup.yaml)")  # fmt: skip
     else:
         report.line("FAIL", what, f"{shown}: no volume for it; `kubectl -n {namespace} describe "
                     f"pvc {MODEL_CACHE_PVC}` says why")  # fmt: skip

@@ -131,9 +131,9 @@ HEADER = """\
 # Fill the model cache (autocomp-model-cache) once: every model `models=[all]` scores and the
 # paper profile's generation models, downloaded from the hub by `autocomp prefetch` (safetensors
 # over pickles; `autocomp prefetch --list` shows the list). `autocomp compile` writes this Job to
-# dist/model-cache-warmup.yaml with your gpu image filled in (and your image pull secrets);
+# dist/jobs/model-cache-warmup.yaml with your gpu image filled in (and your image pull secrets);
 # manifests/base/model-cache-warmup.yaml names the image by kind only (set it by hand).
-#   kubectl -n <namespace> create -f dist/model-cache-warmup.yaml     (your profile namespace
+#   kubectl -n <namespace> create -f dist/jobs/model-cache-warmup.yaml     (your profile namespace
 #   kubectl -n <namespace> logs -f job/autocomp-model-cache-warmup     in multi-user Kubeflow)
 # No namespace in it; no Istio sidecar (a sidecar keeps a Job's pod running after the download
 # ends); its first step runs as root to hand /models/hub and /models/weights to uid 1000 (the
