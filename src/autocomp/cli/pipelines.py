@@ -6,12 +6,39 @@ images."""
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
 from autocomp.errors import UsageError
 from autocomp.pipelines.plumbing import PIPELINES
+
+# The library's names of these verbs' options -> their flags (the default rule of ERRORS.md:
+# `--` + name with '-'; where the flag is spelled otherwise, here). A pipeline parameter's
+# name (`store`, `name`, ...) stays as it is: it is what --param names.
+OPTIONS = {
+    "host": "--host", "token_file": "--token-file", "cookies": "--cookies", "ca_cert": "--ca-cert",
+    "namespace": "--namespace", "kfp_version": "--kfp-version", "cron": "--cron",
+    "max_concurrency": "--max-concurrency", "backend": "--backend", "gpu_sizes": "--gpu-size",
+    "tolerations": "--toleration", "models": "--model",
+}  # fmt: skip
+
+
+def _flagged(verb: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], None]:
+    """The verb, with the library's option names in its usage errors written as flags."""
+
+    @functools.wraps(verb)
+    def run(args: argparse.Namespace) -> None:
+        try:
+            verb(args)
+        except UsageError as exc:
+            if exc.what in OPTIONS:
+                raise UsageError(OPTIONS[exc.what], exc.value, exc.fix) from None
+            raise
+
+    return run
 
 
 def _compile(args: argparse.Namespace) -> None:
@@ -29,9 +56,9 @@ def _compile(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.images import check_cluster_images
     from autocomp.pipelines.cluster.resources import check_gpu_sizes
 
+    prepare_folder(args.out)  # checks the folder, writes nothing
     check_gpu_sizes(sizes)
     check_cluster_images()
-    prepare_folder(args.out)
     done = compile_all(
         args.out, args.backend, tuple(args.pull_secrets), sizes, tuple(args.tolerations)
     )
@@ -317,7 +344,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="a taint of your GPU nodes the GPU steps tolerate besides nvidia.com/gpu "
         "(repeatable), e.g. sku=gpu:NoSchedule (AKS)",
     )
-    p.set_defaults(run=_compile)
+    p.set_defaults(run=_flagged(_compile))
 
     def client_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
@@ -356,12 +383,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", default=None, help="the hub cache folder (default $HF_HUB_CACHE)")
     p.add_argument("--model", dest="models", action="append", default=[], help="only this model")
     p.add_argument("--list", action="store_true", help="print what would be downloaded")
-    p.set_defaults(run=_prefetch)
+    p.set_defaults(run=_flagged(_prefetch))
 
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
     client_args(p)
     p.add_argument("--pipeline", choices=PIPELINES, default=None, help="one pipeline (default all)")
-    p.set_defaults(run=_upload)
+    p.set_defaults(run=_flagged(_upload))
 
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
     client_args(p)
@@ -375,7 +402,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="only write and read the store "
         "from here with this environment's credentials (what doctor's probe pod runs)",
     )
-    p.set_defaults(run=_doctor)
+    p.set_defaults(run=_flagged(_doctor))
 
     for verb, helptext in (
         ("schedule", "create a recurring run of an uploaded pipeline"),
@@ -403,6 +430,6 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
             )
             p.add_argument("--max-concurrency", type=int, default=1, help="runs at once (1-10)")
             p.add_argument("--catchup", action="store_true", help="start missed runs after a pause")
-            p.set_defaults(run=_schedule, verb=verb)
+            p.set_defaults(run=_flagged(_schedule), verb=verb)
         else:
-            p.set_defaults(run=_submit, verb=verb)
+            p.set_defaults(run=_flagged(_submit), verb=verb)

@@ -99,7 +99,14 @@ def prefetch(cache: str | Path, only: list[str] | None = None, dry_run: bool = F
     """Download every wanted repository into `cache` (an HF hub cache); print one line per
     model; returns how many failed (a gated model without a token says so and the rest go on).
     `dry_run`: print what would be downloaded, touch nothing."""
-    entries = [w for w in wanted() if not only or w.model in only]
+    known = wanted()
+    unknown = sorted(set(only or []) - {w.model for w in known})
+    if unknown:
+        from autocomp.errors import UsageError
+
+        raise UsageError("models", unknown[0], "not a model the pipelines load; `autocomp "
+                         "prefetch --list` lists them")  # fmt: skip
+    entries = [w for w in known if not only or w.model in only]
     failed = 0
     for entry in entries:
         if entry.repo is None:
