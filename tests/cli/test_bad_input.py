@@ -121,11 +121,16 @@ def d(tmp_path_factory) -> Path:
         (run / "human" / "a.csv").write_bytes(body)
     (d / "registry.yaml").write_text("models: [\n  {name: x\n")
     _score_inputs(d, with_images, keyed)
+    import os
     import subprocess
     import sys
 
+    lock = d / "lock.json"  # compile for a cluster names pushed images: pin them as make push does
+    lock.write_text(json.dumps({k: {"image": f"r.test/autocomp-{k}:1", "digest": "sha256:" + "a" * 64}
+                                for k in ("core", "gpu", "caption")}))  # fmt: skip
     subprocess.run([sys.executable, "-m", "autocomp.cli.main", "compile", "--out", str(d / "dist")],
-                   check=True, capture_output=True)  # fmt: skip
+                   check=True, capture_output=True,
+                   env={**os.environ, "AUTOCOMP_IMAGE_LOCK": str(lock)})  # fmt: skip
     return d
 
 
@@ -390,6 +395,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("submit-param-type", ["submit", "--dist", V + "/dist", "--host", "http://127.0.0.1:9", "--pipeline", "generate_benchmark", "--name", "x", "--param", "count=many"], ["--param", "count"]),
     # ------------------------------------------------------------------ doctor
     ("doctor-no-host", ["doctor"], ["--host"]),
+    ("prefetch-model", ["prefetch", "--list", "--model", "gpt-9"], ["--model", "gpt-9"]),
     # ------------------------------------------------------------------ finetune
     ("ft-model", ["finetune", "--model", "gpt-9", "--benchmark", V + "/bench_images.parquet", "--negatives", "swap", "--out", "{out}"], ["--model", "gpt-9"]),
     ("ft-negatives", ["finetune", "--model", "tiny-clip", "--benchmark", V + "/bench_images.parquet", "--negatives", "all", "--out", "{out}"], ["--negatives", "all"]),

@@ -38,6 +38,8 @@ pytestmark = [
 def compiled(tmp_path_factory):
     from autocomp.pipelines.cluster.compile import compile_all
 
+    # compiling for a cluster needs a registry: the one the image under test was built for
+    os.environ.setdefault("AUTOCOMP_IMAGE_REGISTRY", IMAGE.rsplit("/autocomp-", 1)[0])
     path = compile_all(tmp_path_factory.mktemp("dist"))["generate_benchmark"]
     return next(yaml.safe_load_all(path.read_text()))  # the pipeline spec; platform spec follows
 

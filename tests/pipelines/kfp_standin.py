@@ -3,12 +3,30 @@
 It implements the endpoints kfp.Client uses for upload, versioning, experiments, runs and
 recurring runs, with the real wire format (JSON with snake_case fields, multipart uploads),
 keeps state in memory, and records every request so tests can assert what the real client sent.
-Like the real server, it keeps each uploaded package and refuses a run or recurring run whose
-runtime parameters do not match that version's `root.inputDefinitions` (an unknown name, a value
-of the wrong type, a required parameter missing) with HTTP 400 and grpc-gateway's error body
-(`{"error", "code": 3 (INVALID_ARGUMENT), "message", "details"}`); an unknown pipeline version is
-404 (`code` 5, NOT_FOUND). The v2beta1 /healthz answers `multi_user` (and the store kind), the
-v1beta1 one `tag_name` (the KFP version) too, as the real server's do.
+Each rule it enforces is the real server's, from the file it is in (kubeflow/pipelines,
+backend/src/apiserver at 2.15.0 unless said):
+
+- runtime parameters against the version's root.inputDefinitions (template/v2_template.go
+  validatePipelineJobInputs): unknown names, wrong types, missing required ones: 400;
+- from 2.14.0 the Kubernetes config of each executor is parsed strictly when a run or recurring
+  run is created (v2/compiler/argocompiler/container.go:285, protojson.Unmarshal): a field the
+  release's proto lacks is refused (UNKNOWN_FIELDS, read in kubernetes_platform/proto);
+- recurring runs: max_concurrency 1-10, robfig/cron v1.2.0 `cron.Parse`, an interval of at
+  least 1 s (server/api_converter.go:1970-1983);
+- multi-user mode: an experiment needs a namespace (server/experiment_server.go:357), a run and
+  a recurring run take their experiment's and refuse none (run_server.go:146, job_server.go:106);
+  every request needs an identity: the gateway's `kubeflow-userid` header, which the stand-in
+  sets from a Dex session cookie (`oauth2_proxy_kubeflow`, kubeflow/manifests common/oauth2-
+  proxy), or a bearer token reviewed with audience pipelines.kubeflow.org
+  (auth/authenticator_token_review.go; apiserver/common/const.go:54); and a SubjectAccessReview
+  per namespace (resource/resource_manager.go IsAuthorized: PERMISSION_DENIED, "User '...' is not
+  authorized"); namespace-less (shared) pipelines are not checked (pipeline_upload_server.go);
+- errors: grpc-gateway's body, `{"code", "message", "details"}` from 2.14 (grpc-gateway v2) and
+  `{"error", "code", "message", "details"}` up to 2.5 (v1); the upload endpoints write
+  `{"error_message", "error_details"}` (pipeline_upload_server.go:423 writeErrorToResponse).
+- healthz: both /apis/v1beta1/healthz and /apis/v2beta1/healthz answer `commit_sha`, `tag_name`
+  and `multi_user` (main.go:355-365; v2beta1 adds `pipeline_store`). Release images 2.4-2.15
+  answer `tag_name: "unknown"` (built without TAG_NAME): `KfpStandIn(tag_name="unknown")`.
 """
 
 from __future__ import annotations
@@ -23,18 +41,49 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
+from autocomp.pipelines.cluster.cron import parse as parse_cron
+
 API = "/apis/v2beta1"
 TIME = "2026-11-30T00:00:00Z"
+AUDIENCE = "pipelines.kubeflow.org"
+COOKIE = "oauth2_proxy_kubeflow"
+# Kubernetes executor fields a release's proto lacks (kubernetes_platform/proto at the tag):
+# what its strict parse refuses. 2.14.x has no SecretAsEnv.optional (added in 2.15.0).
+UNKNOWN_FIELDS = {
+    (2, 14): {("secretAsEnv", "optional"), ("pvcMount", "subPath"), ("", "securityContext")},
+    (2, 15): {("pvcMount", "subPath"), ("", "securityContext")},
+}
+
+
+def _version(tag: str) -> tuple[int, int]:
+    try:
+        major, minor = tag.split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return (2, 15)  # "unknown": a 2.4-2.15 release image
 
 
 class KfpStandIn:
     def __init__(
-        self, tag_name: str = "2.14.3", multi_user: bool = False, token: str | None = None
+        self,
+        tag_name: str = "2.17.0",
+        multi_user: bool = False,
+        token: str | None = None,
+        users: dict[str, str] | None = None,
+        access: dict[str, set[str]] | None = None,
+        audiences: dict[str, list[str]] | None = None,
     ) -> None:
+        """`token`: a gateway that wants this bearer token on every request. Multi-user:
+        `users` maps a credential (a Dex session cookie value or a bearer token) to the user,
+        `audiences` a token to the audiences it was issued for (default pipelines.kubeflow.org),
+        `access` a user to the namespaces its RoleBindings let it use."""
         self.tag_name = tag_name
-        self.token = token  # when set, every request needs `Authorization: Bearer <token>`
+        self.token = token
         self.multi_user = multi_user
-        self.packages: dict[str, dict] = {}  # version id -> the uploaded pipeline spec
+        self.users = users or {}
+        self.access = access or {}
+        self.audiences = audiences or {}
+        self.packages: dict[str, list] = {}  # version id -> the uploaded documents
         self.requests: list[dict] = []
         self.pipelines: dict[str, dict] = {}
         self.versions: dict[str, list[dict]] = {}
@@ -48,18 +97,63 @@ class KfpStandIn:
     def close(self) -> None:
         self.server.shutdown()
 
+    @property
+    def v2_gateway(self) -> bool:
+        return _version(self.tag_name) >= (2, 14)
+
+    # ------------------------------------------------------------------ errors
+
+    def status(self, http: int, code: int, message: str) -> tuple:
+        """grpc-gateway's error body, as this release's API server sends it."""
+        body = {"code": code, "message": message, "details": []}
+        return http, body if self.v2_gateway else {"error": message, **body}
+
+    @staticmethod
+    def upload_error(http: int, message: str) -> tuple:
+        return http, {"error_message": message, "error_details": message}
+
+    # ------------------------------------------------------------------ identity
+
+    def identity(self, headers: dict[str, str]) -> tuple[str | None, tuple | None]:
+        """(user, None) or (None, the refusal) for a multi-user request."""
+        cookies = dict(c.strip().split("=", 1) for c in headers.get("cookie", "").split(";")
+                       if "=" in c)  # fmt: skip
+        if cookies.get(COOKIE) in self.users:
+            return self.users[cookies[COOKIE]], None
+        bearer = headers.get("authorization", "").removeprefix("Bearer ")
+        if bearer and bearer in self.users:
+            if AUDIENCE not in self.audiences.get(bearer, [AUDIENCE]):
+                return None, self.status(401, 16, "Failed to authenticate token review: the "
+                                         f"token's audiences lack {AUDIENCE}")  # fmt: skip
+            return self.users[bearer], None
+        return None, self.status(401, 16, "Request header error: there is no user identity header.")
+
+    def authorize(self, user: str | None, namespace: str) -> tuple | None:
+        if not self.multi_user or not namespace:
+            return None
+        if namespace in self.access.get(user or "", set()):
+            return None
+        return self.status(403, 7, f"User '{user}' is not authorized with reason: no RoleBinding "
+                           f"in namespace {namespace} (request: {{Namespace:{namespace}}})")  # fmt: skip
+
     # ------------------------------------------------------------------ routing
 
-    def handle(self, method: str, path: str, query: dict, body: dict | None, files: dict) -> tuple:
-        if path == "/apis/v1beta1/healthz" and method == "GET":  # the one v1 call: the version
-            return 200, self._healthz()
+    def handle(self, method: str, path: str, query: dict, body: dict | None, files: dict,
+               headers: dict[str, str]) -> tuple:  # fmt: skip
+        if path in ("/apis/v1beta1/healthz", f"{API}/healthz") and method == "GET":
+            health = {"commit_sha": "0" * 40, "tag_name": self.tag_name,
+                      "multi_user": self.multi_user}  # fmt: skip
+            return 200, {**health, "pipeline_store": "database"} if path.startswith(API) else health
+        user = None
+        if self.multi_user:
+            user, refused = self.identity(headers)
+            if refused:
+                return refused
         if not path.startswith(API):
-            return 404, {"error": f"not the v2beta1 API: {path}"}
+            return self.status(404, 5, f"not the v2beta1 API: {path}")
         route = path[len(API) :]
-        if route == "/healthz" and method == "GET":
-            return 200, {"multi_user": self.multi_user, "pipeline_store": "database"}
         if route == "/pipelines/upload" and method == "POST":
-            return self._upload(query, files)
+            return self._upload(query, files, user)
         if route == "/pipelines/upload_version" and method == "POST":
             return self._upload_version(query, files)
         if route == "/pipelines" and method == "GET":
@@ -67,7 +161,7 @@ class KfpStandIn:
         if route.startswith("/pipelines/") and route.count("/") == 2 and method == "GET":
             pid = route.split("/")[2]
             if pid not in self.pipelines:
-                return 404, {"error": f"no pipeline {pid}"}
+                return self.status(404, 5, f"no pipeline {pid}")
             return 200, self.pipelines[pid]
         if route.startswith("/pipelines/") and route.endswith("/versions") and method == "GET":
             pid = route.split("/")[2]
@@ -78,70 +172,119 @@ class KfpStandIn:
             )
             return 200, {"pipeline_versions": versions, "total_size": len(versions)}
         if route == "/experiments" and method == "GET":
-            name = _filter_value(query)
-            found = [e for e in self.experiments.values() if e["display_name"] == name]
-            return 200, {"experiments": found, "total_size": len(found)}
-        if route == "/experiments" and method == "POST":
-            exp = {
-                "experiment_id": str(uuid.uuid4()),
-                "display_name": body["display_name"],
-                "created_at": TIME,
-                "storage_state": "AVAILABLE",
-            }
-            self.experiments[exp["experiment_id"]] = exp
-            return 200, exp
-        if route in ("/recurringruns", "/runs") and method == "POST":
-            refused = self._check_runtime(body)
+            namespace = query.get("namespace", [""])[0]
+            refused = self.authorize(user, namespace)
             if refused:
                 return refused
-        if route == "/recurringruns" and method == "POST":
-            run = {
-                **body,
-                "recurring_run_id": str(uuid.uuid4()),
-                "status": "ENABLED",
-                "created_at": TIME,
-            }
-            self.recurring.append(run)
-            return 200, run
-        if route == "/runs" and method == "POST":
-            run = {**body, "run_id": str(uuid.uuid4()), "state": "PENDING", "created_at": TIME}
-            self.runs.append(run)
-            return 200, run
-        return 404, {"error": f"no route {method} {route}"}
+            name = _filter_value(query)
+            found = [e for e in self.experiments.values() if e["display_name"] == name
+                     and (not self.multi_user or e.get("namespace") == namespace)]  # fmt: skip
+            return 200, {"experiments": found, "total_size": len(found)}
+        if route == "/experiments" and method == "POST":
+            return self._create_experiment(body, user)
+        if route in ("/recurringruns", "/runs") and method == "POST":
+            return self._create_run(route, body, user)
+        return self.status(404, 5, f"no route {method} {route}")
 
-    def _healthz(self) -> dict:
-        return {"commit_sha": "0" * 40, "tag_name": self.tag_name, "multi_user": self.multi_user}
+    def _create_experiment(self, body: dict, user: str | None) -> tuple:
+        namespace = body.get("namespace") or ""
+        if self.multi_user and not namespace:
+            return self.status(400, 3, "Invalid input error: An experiment cannot have an empty "
+                               "namespace in multi-user mode")  # fmt: skip
+        refused = self.authorize(user, namespace)
+        if refused:
+            return refused
+        exp = {"experiment_id": str(uuid.uuid4()), "display_name": body["display_name"],
+               "namespace": namespace, "created_at": TIME, "storage_state": "AVAILABLE"}  # fmt: skip
+        self.experiments[exp["experiment_id"]] = exp
+        return 200, exp
+
+    def _create_run(self, route: str, body: dict, user: str | None) -> tuple:
+        recurring = route == "/recurringruns"
+        if recurring:
+            refused = self._check_schedule(body)
+            if refused:
+                return refused
+        experiment = self.experiments.get(body.get("experiment_id") or "", {})
+        namespace = experiment.get("namespace", "")
+        if self.multi_user and not namespace:
+            what = "Recurring run" if recurring else "A run"
+            return self.status(400, 3, f"Invalid input error: {what} cannot have an empty "
+                               "namespace in multi-user mode")  # fmt: skip
+        refused = self.authorize(user, namespace) or self._check_runtime(body)
+        if refused:
+            return refused
+        if recurring:
+            run = {**body, "recurring_run_id": str(uuid.uuid4()), "status": "ENABLED",
+                   "namespace": namespace, "created_at": TIME}  # fmt: skip
+            self.recurring.append(run)
+        else:
+            run = {**body, "run_id": str(uuid.uuid4()), "state": "PENDING",
+                   "namespace": namespace, "created_at": TIME}  # fmt: skip
+            self.runs.append(run)
+        return 200, run
+
+    def _check_schedule(self, body: dict) -> tuple | None:
+        concurrency = int(body.get("max_concurrency") or 0)
+        if not 1 <= concurrency <= 10:
+            return self.status(400, 3, "Invalid input error: Max concurrency of a recurring run "
+                               f"must be at least 1 and at most 10. Received {concurrency}")  # fmt: skip
+        trigger = body.get("trigger") or {}
+        cron = (trigger.get("cron_schedule") or {}).get("cron")
+        if cron is not None and parse_cron(cron):
+            return self.status(400, 3, "Invalid input error: Schedule cron is not a supported "
+                               f"format(https://godoc.org/github.com/robfig/cron). Error: "
+                               f"{parse_cron(cron)}")  # fmt: skip
+        interval = (trigger.get("periodic_schedule") or {}).get("interval_second")
+        if interval is not None and int(interval) < 1:
+            return self.status(400, 3, f"Invalid input error: Found invalid period schedule "
+                               f"interval {interval}. Set at interval to least 1 second")  # fmt: skip
+        return None
 
     def _check_runtime(self, body: dict) -> tuple | None:
         reference = body.get("pipeline_version_reference") or {}
-        spec = self.packages.get(reference.get("pipeline_version_id"))
-        if spec is None:
-            return _status(404, 5, f"pipeline version {reference} not found")
+        docs = self.packages.get(reference.get("pipeline_version_id"))
+        if docs is None:
+            return self.status(404, 5, f"pipeline version {reference} not found")
+        spec = docs[0]
         definitions = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
         given = (body.get("runtime_config") or {}).get("parameters") or {}
         for name, value in given.items():
             if name not in definitions:
-                return _status(400, 3, f"Invalid input error: unknown parameter {name!r}")
+                return self.status(400, 3, f"Invalid input error: unknown parameter {name!r}")
             kind = definitions[name]["parameterType"]
             if not _is_kind(value, kind):
-                return _status(400, 3, f"Invalid input error: parameter {name!r} expects {kind}, "
-                                       f"got {json.dumps(value)}")  # fmt: skip
+                return self.status(400, 3, f"Invalid input error: parameter {name!r} expects "
+                                   f"{kind}, got {json.dumps(value)}")  # fmt: skip
         for name, d in definitions.items():
             if name not in given and "defaultValue" not in d and not d.get("isOptional"):
-                return _status(400, 3, f"Invalid input error: parameter {name!r} is required")
+                return self.status(400, 3, f"Invalid input error: parameter {name!r} is required")
+        return self._check_kubernetes(docs)
+
+    def _check_kubernetes(self, docs: list) -> tuple | None:
+        unknown = UNKNOWN_FIELDS.get(_version(self.tag_name))
+        if not unknown or len(docs) < 2:
+            return None  # before 2.14 the driver parses at run time
+        executors = docs[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+        for config in executors.values():
+            for parent, field in unknown:
+                items = [config] if not parent else config.get(parent, [])
+                if any(field in item for item in items):
+                    return self.status(500, 13, "Failed to create a run: failed to unmarshal "
+                                       f"kubernetes config: proto: unknown field \"{field}\"")  # fmt: skip
         return None
 
-    def _upload(self, query: dict, files: dict) -> tuple:
+    def _upload(self, query: dict, files: dict, user: str | None) -> tuple:
         name = query.get("name", [None])[0]
+        namespace = query.get("namespace", [""])[0]
+        refused = self.authorize(user, namespace)  # shared pipelines: not checked
+        if refused:
+            return self.upload_error(refused[0], refused[1]["message"])
         if any(p["display_name"] == name for p in self.pipelines.values()):
-            return 409, {"error": f"pipeline {name} exists"}
+            return self.upload_error(409, f"Failed to create a pipeline: pipeline {name} exists")
         pid = str(uuid.uuid4())
-        pipeline = {
-            "pipeline_id": pid,
-            "display_name": name,
-            "created_at": TIME,
-            "description": query.get("description", [""])[0],
-        }
+        pipeline = {"pipeline_id": pid, "display_name": name, "created_at": TIME,
+                    "description": query.get("description", [""])[0]}  # fmt: skip
         self.pipelines[pid] = pipeline
         self.versions[pid] = []
         self._add_version(pid, name, files)
@@ -151,9 +294,9 @@ class KfpStandIn:
         pid = query.get("pipelineid", [None])[0]
         name = query.get("name", [None])[0]
         if pid not in self.pipelines:
-            return 404, {"error": f"no pipeline {pid}"}
+            return self.upload_error(404, f"no pipeline {pid}")
         if any(v["display_name"] == name for v in self.versions[pid]):
-            return 409, {"error": f"version {name} exists"}
+            return self.upload_error(409, f"version {name} exists")
         return 200, self._add_version(pid, name, files)
 
     def _add_version(self, pid: str, name: str, files: dict) -> dict:
@@ -164,9 +307,9 @@ class KfpStandIn:
             "created_at": f"2026-11-30T00:00:{len(self.versions[pid]):02d}Z",
             "package_size": len(files.get("uploadfile", b"")),
         }
-        self.packages[version["pipeline_version_id"]] = next(
-            yaml.safe_load_all(files.get("uploadfile", b"{}"))
-        )
+        self.packages[version["pipeline_version_id"]] = [
+            d for d in yaml.safe_load_all(files.get("uploadfile", b"{}")) if d
+        ]
         self.versions[pid].append(version)
         return version
 
@@ -195,21 +338,14 @@ class KfpStandIn:
                     files = _multipart(ctype, raw)
                 elif raw:
                     body = json.loads(raw)
-                standin.requests.append(
-                    {
-                        "method": method,
-                        "path": url.path,
-                        "query": query,
-                        "body": body,
-                        "files": files,
-                        "content_type": ctype,
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                    }
-                )
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                standin.requests.append({"method": method, "path": url.path, "query": query,
+                                         "body": body, "files": files, "content_type": ctype,
+                                         "headers": headers})  # fmt: skip
                 if standin.token and self.headers.get("Authorization") != f"Bearer {standin.token}":
-                    status, payload = _status(401, 16, "Unauthenticated: no valid token")
+                    status, payload = standin.status(401, 16, "Unauthenticated: no valid token")
                 else:
-                    status, payload = standin.handle(method, url.path, query, body, files)
+                    status, payload = standin.handle(method, url.path, query, body, files, headers)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -224,11 +360,6 @@ class KfpStandIn:
                 self._serve("POST")
 
         return Handler
-
-
-def _status(http: int, code: int, message: str) -> tuple:
-    """grpc-gateway's error body, as the KFP API server sends it."""
-    return http, {"error": message, "code": code, "message": message, "details": []}
 
 
 def _is_kind(value: object, kind: str) -> bool:

@@ -74,8 +74,7 @@ def test_compile_works_outside_the_checkout(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    from autocomp.pipelines.cluster.compile import PIPELINES
+    from autocomp.pipelines.cluster.compile import PIPELINES, WARMUP_FILE
 
-    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == sorted(
-        f"{name}.yaml" for name in PIPELINES
-    )
+    found = sorted(str(p.relative_to(tmp_path / "x")) for p in (tmp_path / "x").rglob("*.yaml"))
+    assert found == sorted([f"{name}.yaml" for name in PIPELINES] + [WARMUP_FILE])

@@ -138,21 +138,26 @@ def test_every_task_that_touches_the_store_or_the_hub_gets_its_secret(compiled):
                 assert not _secrets(platform, label), label
 
 
-def test_steps_that_hold_data_or_weights_reserve_scratch_disk(compiled):
+def test_steps_that_hold_data_or_weights_get_an_empty_dir_scratch_with_a_size_limit(compiled):
+    """/scratch is an emptyDir (writable by the images' uid 1000; a provisioned volume's root
+    is root's and KFP sets no fsGroup), limited to the step's disk; TMPDIR points there."""
     spec, platform = _docs(compiled / "generate_benchmark.yaml")
     from autocomp.pipelines.cluster.capacity import resources
 
     # render: room for the weights; publish streams store to store: the plan's few parts
     for step, size in (("render", "120Gi"), ("publish", resources("publish")["disk"])):
         label = _executor(spec, step)
-        (volume,) = platform[label]["genericEphemeralVolume"]
-        assert volume["mountPath"] == "/scratch" and volume["size"] == size
+        (volume,) = platform[label]["emptyDirMounts"]
+        assert volume == {"mountPath": "/scratch", "sizeLimit": size, "volumeName": "scratch"}
+        assert "genericEphemeralVolume" not in platform[label]
         env = {e["name"]: e["value"] for e in
                spec["deploymentSpec"]["executors"][label]["container"]["env"]}  # fmt: skip
         assert env["TMPDIR"] == "/scratch"
-    assert int(volume["size"].removesuffix("Gi")) < 10  # not the image set
-    for step in ("shard-plan", "sample"):
-        assert "genericEphemeralVolume" not in platform.get(_executor(spec, step), {})
+    assert int(volume["sizeLimit"].removesuffix("Gi")) < 10  # not the image set
+    for step in ("shard-plan", "sample", "curate"):
+        assert "emptyDirMounts" not in platform.get(_executor(spec, step), {})
+    for name in PIPELINES:  # no step anywhere gets a generic ephemeral volume
+        assert "genericEphemeralVolume" not in (compiled / f"{name}.yaml").read_text()
 
 
 def _consumers(spec: dict, producer: str, output: str) -> set[str]:
@@ -242,8 +247,9 @@ def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(co
         assert c["condition"].endswith("> 0") and "count" in c["condition"], name
     big = classes["score-2x80gb"]  # qwen2.5-vl-72b: 160 GB on 2 GPUs of 80 GB
     assert big["gpus"] == 2 and big["parallelism"] == 1
+    # 80 GB in MiB is 76293: an H100 (81559) and an A100-80GB (81920) qualify
     assert big["affinity"] == [{"matchExpressions": [
-        {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["79999"]}]}]  # fmt: skip
+        {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["76292"]}]}]  # fmt: skip
     # host memory: the class's share of its GPU memory plus the streamed batches (the plan)
     assert big["cpu"] == "8" and big["memory"] == "121G"
     assert classes["score-1x16gb"]["memory"] == "17G"  # CLIP models
@@ -384,7 +390,7 @@ def test_schedule_sends_a_recurring_run_of_the_local_version(compiled, kfp_api, 
     argv = ["schedule", "--host", kfp_api.host, "--dist", str(compiled),
             "--pipeline", "generate_benchmark",
             "--name", "weekly-flux", "--cron", "0 0 3 * * 1", "--max-concurrency", "2",
-            "--param", "name=2024", "--param", "renderer=flux-dev",
+            "--param", "name=2024", "--param", "renderer=sd3.5-large-turbo",
             "--param", "reuse_concepts=off", "--param", "count=500",
             "--param", "render_settings={guidance_scale: 3.5}"]  # fmt: skip
     assert main(argv) == 0
@@ -395,10 +401,11 @@ def test_schedule_sends_a_recurring_run_of_the_local_version(compiled, kfp_api, 
     assert job["no_catchup"] is True  # a paused schedule does not start a run per missed week
     assert job["runtime_config"]["parameters"] == {
         "name": "2024",
-        "renderer": "flux-dev",
+        "renderer": "sd3.5-large-turbo",
         "reuse_concepts": "off",
         "count": 500,
         "render_settings": {"guidance_scale": 3.5},
+        "draw": "{{workflow.uid}}",  # each run draws anew: the run id, replaced per run
     }  # fmt: skip  (typed by inputDefinitions: "2024" and "off" stay strings)
     pipeline_id = next(iter(kfp_api.pipelines))
     first, second = kfp_api.versions[pipeline_id]
@@ -461,6 +468,9 @@ def test_params_are_checked_against_the_package_before_any_request(
     "pipeline, params, message",
     [
         ("generate_benchmark", ["name=../../etc"], "name: '../../etc': letters, digits"),
+        ("generate_benchmark", ["name=<b>x</b>"], "name: '<b>x</b>': letters, digits"),
+        ("generate_benchmark", ["name="], "name: '': letters, digits"),
+        ("generate_benchmark", ["name=x", "store=ftp://h/x"], "store: 'ftp://h/x'"),
         ("evaluate_models", ["name=x", "models=[no-such-model]"], "unknown model"),
         ("evaluate_models", ["name=x", "limit=-5"], "--limit: -5"),
         ("evaluate_models", ["name=x", "blind=maybe"], "--blind: 'maybe'"),
@@ -591,7 +601,8 @@ def test_an_endpoint_behind_authentication_needs_the_token(compiled, monkeypatch
         assert main(["upload", "--host", api.host, "--dist", str(compiled)]) == 2
         err = capsys.readouterr().err
         assert "the KFP API refused access (HTTP 401: " in err and "Unauthenticated" in err
-        assert "--cookies" in err and api.pipelines == {}
+        assert "oauth2_proxy_kubeflow=" in err and "pipelines.kubeflow.org" in err
+        assert api.pipelines == {}
         monkeypatch.setenv("KFP_TOKEN", "tok-9")
         assert main(["upload", "--host", api.host, "--dist", str(compiled)]) == 0
         assert len(api.pipelines) == len(PIPELINES)

@@ -6,6 +6,8 @@ images."""
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from autocomp.cli.table import format_table
@@ -13,32 +15,93 @@ from autocomp.config import PROFILES
 from autocomp.errors import UsageError
 from autocomp.pipelines.plumbing import PIPELINES
 
+# The library's names of these verbs' options -> their flags (the default rule of ERRORS.md:
+# `--` + name with '-'; where the flag is spelled otherwise, here). A pipeline parameter's
+# name (`store`, `name`, ...) stays as it is: it is what --param names.
+OPTIONS = {
+    "host": "--host", "token_file": "--token-file", "cookies": "--cookies", "ca_cert": "--ca-cert",
+    "namespace": "--namespace", "kfp_version": "--kfp-version", "cron": "--cron",
+    "max_concurrency": "--max-concurrency", "backend": "--backend", "gpu_sizes": "--gpu-size",
+    "tolerations": "--toleration", "models": "--model",
+}  # fmt: skip
+
+
+def _flagged(verb: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], None]:
+    """The verb, with the library's option names in its usage errors written as flags."""
+
+    @functools.wraps(verb)
+    def run(args: argparse.Namespace) -> None:
+        try:
+            verb(args)
+        except UsageError as exc:
+            if exc.what in OPTIONS:
+                raise UsageError(OPTIONS[exc.what], exc.value, exc.fix) from None
+            raise
+
+    return run
+
 
 def _compile(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.cluster.backends import target_for
     from autocomp.pipelines.cluster.compile import compile_all
     from autocomp.store.shards import prepare_folder
 
-    prepare_folder(args.out)
+    target = target_for(args.backend)  # refused before the output folder is touched
+    sizes = {}
+    for item in args.gpu_sizes:
+        step, sep, gb = item.partition("=")
+        if not sep or not gb.isdigit():
+            raise UsageError("--gpu-size", item, "must look like step=GB, e.g. render=48")
+        sizes[step] = int(gb)
+    from autocomp.pipelines.cluster.images import check_cluster_images
+    from autocomp.pipelines.cluster.resources import check_gpu_sizes
 
-    for name, path in compile_all(args.out).items():
+    prepare_folder(args.out)  # checks the folder, writes nothing
+    check_gpu_sizes(sizes)
+    check_cluster_images()
+    done = compile_all(
+        args.out, args.backend, tuple(args.pull_secrets), sizes, tuple(args.tolerations)
+    )
+    for name, path in done.items():
         print(f"compiled {name} -> {path}")
+    print(f"for KFP backend {target.range} (docs/cluster.md: what works on which version)")
+    _compile_notes(done, target)
+
+
+def _compile_notes(done: dict, target) -> None:  # noqa: ANN001  (a backends.Target)
+    """What the packages cannot do on the target's first release (doctor refuses it there)."""
+    import sys
+
+    import yaml
+
+    from autocomp.pipelines.cluster.backends import check_server
+
+    for name in PIPELINES:
+        spec = next(yaml.safe_load_all(done[name].read_text(encoding="utf-8")))
+        refusals, _ = check_server(spec, target.first)
+        for why in refusals:
+            print(f"autocomp compile: note: {name} on KFP {target.range}: {why}", file=sys.stderr)
 
 
 def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
     import os
 
-    from autocomp.pipelines.cluster.client import Endpoint
+    from autocomp.pipelines.cluster.client import Endpoint, check_endpoint, read_token
 
     host = args.host or os.environ.get("KFP_HOST")
     if not host:
         raise UsageError("--host", None, "give the KFP API endpoint (or set KFP_HOST)")
-    return Endpoint(
+    token = os.environ.get(args.token_env) if args.token_env else None
+    endpoint = Endpoint(
         host=host,
-        token=os.environ.get(args.token_env) if args.token_env else None,
+        token=token or read_token(args.token_file),
         cookies=args.cookies or os.environ.get("KFP_COOKIES"),
         ca_cert=args.ca_cert,
-        namespace=args.namespace,
+        namespace=args.namespace or os.environ.get("KFP_NAMESPACE"),
+        kfp_version=args.kfp_version,
     )
+    check_endpoint(endpoint)  # before anything is sent
+    return endpoint
 
 
 def _upload(args: argparse.Namespace) -> None:
@@ -55,7 +118,7 @@ def _upload(args: argparse.Namespace) -> None:
     for name, package in packages.items():  # every package is checked before any upload
         load_package(name, package)
     endpoint = _endpoint(args)
-    client = connect(endpoint)
+    client = connect(endpoint, namespaced=False)  # shared pipelines: no namespace
     for name, package in packages.items():
         with api_errors(endpoint.host):
             done = upload(client, name, package)
@@ -64,25 +127,50 @@ def _upload(args: argparse.Namespace) -> None:
         )
 
 
-def _checked_params(args: argparse.Namespace) -> tuple[Path, dict]:
-    """The --param values typed by the package and checked as a whole, before any request."""
-    from autocomp.pipelines.cluster.client import check_params, load_package, typed_params
+def _checked_params(args: argparse.Namespace, recurring: bool = False) -> tuple[Path, dict]:
+    """The --param values typed by the package and checked as a whole (the library's checks,
+    the store, the models' GPUs; a recurring run's draw), before any request."""
+    from autocomp.pipelines.cluster.client import (
+        check_params,
+        check_placement,
+        load_documents,
+        typed_params,
+        with_draw,
+    )
 
+    if not args.name.strip() or not args.name.isprintable():
+        raise UsageError("--name", args.name, "give the run a name (printable characters)")
     package = Path(args.dist) / f"{args.pipeline}.yaml"
-    spec = load_package(args.pipeline, package)
-    return package, check_params(args.pipeline, typed_params(args.pipeline, args.param, spec), spec)
+    docs = load_documents(args.pipeline, package)
+    params = check_params(args.pipeline, typed_params(args.pipeline, args.param, docs[0]), docs[0])
+    if recurring:
+        params = with_draw(args.pipeline, params)
+    check_placement(args.pipeline, params, docs)
+    return package, params
+
+
+def _connected(args: argparse.Namespace, package: Path):  # noqa: ANN202  (a kfp.Client)
+    """The client, once the server's version accepts the package (its degradations said)."""
+    import sys
+
+    from autocomp.pipelines.cluster.client import check_backend, connect, load_documents
+
+    client = connect(_endpoint(args))
+    for note in check_backend(client, load_documents(args.pipeline, package)):
+        print(f"autocomp {args.verb}: note: {note}", file=sys.stderr)
+    return client
 
 
 def _schedule(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import api_errors, check_schedule, connect, schedule
+    from autocomp.pipelines.cluster.client import api_errors, check_schedule, schedule
 
     check_schedule(args.cron, args.max_concurrency, {})
-    package, params = _checked_params(args)
+    package, params = _checked_params(args, recurring=True)
     check_schedule(args.cron, args.max_concurrency, params)
-    endpoint = _endpoint(args)
-    with api_errors(endpoint.host):
+    client = _connected(args, package)
+    with api_errors(client.autocomp_endpoint.host):
         run_id = schedule(
-            connect(endpoint),
+            client,
             args.pipeline,
             package,
             args.name,
@@ -91,33 +179,44 @@ def _schedule(args: argparse.Namespace) -> None:
             args.experiment,
             args.max_concurrency,
             catchup=args.catchup,
-            namespace=args.namespace,
         )
     print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import api_errors, connect, submit
+    from autocomp.pipelines.cluster.client import api_errors, submit
 
     package, params = _checked_params(args)
-    endpoint = _endpoint(args)
-    with api_errors(endpoint.host):
-        run_id = submit(
-            connect(endpoint),
-            args.pipeline,
-            package,
-            args.name,
-            params,
-            args.experiment,
-            namespace=args.namespace,
-        )
+    client = _connected(args, package)
+    with api_errors(client.autocomp_endpoint.host):
+        run_id = submit(client, args.pipeline, package, args.name, params, args.experiment)
     print(f"run {run_id}: {args.pipeline}")
 
 
 def _doctor(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.doctor import doctor
+    from autocomp.pipelines.cluster.doctor import Report, check_store, doctor
 
+    if args.store_only:  # what doctor's probe pod runs, with the step's Secret as env
+        if not args.store:
+            raise UsageError("--store", None, "--store-only needs the store to probe")
+        if not check_store(Report(), args.store, "from here"):
+            raise SystemExit(1)
+        return
     if not doctor(_endpoint(args), args.store, args.dist, args.models or ["all"]):
+        raise SystemExit(1)
+
+
+def _prefetch(args: argparse.Namespace) -> None:
+    import os
+
+    from autocomp.pipelines.cluster.warmup import prefetch
+
+    cache = args.cache or os.environ.get("HF_HUB_CACHE")
+    if not cache and not args.list:
+        raise UsageError("--cache", None, "give the hub cache to fill (or set HF_HUB_CACHE)")
+    failed = prefetch(cache or "", only=args.models or None, dry_run=args.list)
+    if failed:
+        print(f"prefetch: {failed} model(s) failed (see above)")
         raise SystemExit(1)
 
 
@@ -213,7 +312,39 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
 
     p = verbs.add_parser("compile", help="compile the Kubeflow pipelines to YAML")
     p.add_argument("--out", default="dist", help="output folder (default dist)")
-    p.set_defaults(run=_compile)
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="the KFP backend version the cluster runs, e.g. 2.5.0 (Kubeflow 1.10) or 2.15.0 "
+        "(Kubeflow 1.11; the default): the YAML holds only what that backend accepts",
+    )
+    p.add_argument(
+        "--image-pull-secret",
+        dest="pull_secrets",
+        action="append",
+        default=[],
+        help="a Secret (docker-registry) every step pulls its image with (repeatable)",
+    )
+    p.add_argument(
+        "--gpu-size",
+        dest="gpu_sizes",
+        action="append",
+        default=[],
+        metavar="STEP=GB",
+        help="the GPU size of a step whose model is a parameter (caption, render, validate, "
+        "finetune_train, finetune_score), e.g. render=48 to submit renderer=flux-dev; default: "
+        "what the paper profile's models need",
+    )
+    p.add_argument(
+        "--toleration",
+        dest="tolerations",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE][:EFFECT]",
+        help="a taint of your GPU nodes the GPU steps tolerate besides nvidia.com/gpu "
+        "(repeatable), e.g. sku=gpu:NoSchedule (AKS)",
+    )
+    p.set_defaults(run=_flagged(_compile))
 
     def client_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
@@ -222,16 +353,42 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
             default="KFP_TOKEN",
             help="environment variable holding a bearer token (default KFP_TOKEN; oauth2-proxy)",
         )
-        p.add_argument("--cookies", default=None, help="session cookie, e.g. 'authservice_session"
-                       "=...' of a Dex login (default: $KFP_COOKIES)")  # fmt: skip
+        p.add_argument(
+            "--token-file",
+            default=None,
+            help="a file holding the token: a projected ServiceAccount token with audience "
+            "pipelines.kubeflow.org (default: $KF_PIPELINES_SA_TOKEN_PATH, or the file the "
+            "access-ml-pipeline PodDefault mounts)",
+        )
+        p.add_argument(
+            "--cookies",
+            default=None,
+            help="session cookie of a Dex login, "
+            "'oauth2_proxy_kubeflow=...' on Kubeflow 1.9-1.11 (default: $KFP_COOKIES)",
+        )
         p.add_argument("--ca-cert", default=None, help="CA bundle (PEM) of a private endpoint")
-        p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow)")
+        p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow; "
+                       "default: $KFP_NAMESPACE)")  # fmt: skip
+        p.add_argument("--kfp-version", default=None, help="the KFP backend version, where the "
+                       "server says 'unknown' and its ConfigMap is not readable")  # fmt: skip
         p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
+
+    p = verbs.add_parser(
+        "prefetch",
+        help="download every model the pipelines load into a hub cache (the warm-up Job)",
+        description="Every model `models=[all]` scores and the paper profile's generation "
+        "models, from the hub into --cache (one copy: safetensors over pickles). "
+        "dist/jobs/model-cache-warmup.yaml runs it in the cluster.",
+    )
+    p.add_argument("--cache", default=None, help="the hub cache folder (default $HF_HUB_CACHE)")
+    p.add_argument("--model", dest="models", action="append", default=[], help="only this model")
+    p.add_argument("--list", action="store_true", help="print what would be downloaded")
+    p.set_defaults(run=_flagged(_prefetch))
 
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
     client_args(p)
     p.add_argument("--pipeline", choices=PIPELINES, default=None, help="one pipeline (default all)")
-    p.set_defaults(run=_upload)
+    p.set_defaults(run=_flagged(_upload))
 
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
     client_args(p)
@@ -239,7 +396,13 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model", dest="models", action="append", default=[], help="a model to place (repeatable)"
     )
-    p.set_defaults(run=_doctor)
+    p.add_argument(
+        "--store-only",
+        action="store_true",
+        help="only write and read the store "
+        "from here with this environment's credentials (what doctor's probe pod runs)",
+    )
+    p.set_defaults(run=_flagged(_doctor))
 
     for verb, helptext in (
         ("schedule", "create a recurring run of an uploaded pipeline"),
@@ -259,9 +422,14 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         )
         p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
         if verb == "schedule":
-            p.add_argument("--cron", required=True, help="6-field cron, e.g. '0 0 3 * * 1'")
-            p.add_argument("--max-concurrency", type=int, default=1)
+            p.add_argument(
+                "--cron",
+                required=True,
+                help="KFP's cron: 6 fields (second first), "
+                "e.g. '0 0 3 * * 1' = Mondays 03:00, or @weekly, @every 168h",
+            )
+            p.add_argument("--max-concurrency", type=int, default=1, help="runs at once (1-10)")
             p.add_argument("--catchup", action="store_true", help="start missed runs after a pause")
-            p.set_defaults(run=_schedule)
+            p.set_defaults(run=_flagged(_schedule), verb=verb)
         else:
-            p.set_defaults(run=_submit)
+            p.set_defaults(run=_flagged(_submit), verb=verb)

@@ -43,7 +43,9 @@ DISPLAY_NAMES = {  # each pipeline's name in KFP (its compiled pipelineInfo.name
     "finetune_models": "autocomp-finetune-models",
 }
 PIPELINES = tuple(DISPLAY_NAMES)
-DEFAULT_STORE = "s3://autocomp/runs"  # the pipelines' store parameter default
+# the pipelines' store default: KFP's own bucket, under the prefix every profile may write
+# (multi-user KFP 2.15+ limits a profile's keys to mlpipeline/.../<ns> and shared/; docs/cluster.md)
+DEFAULT_STORE = "s3://mlpipeline/shared/autocomp"
 
 
 class Required:
@@ -147,6 +149,12 @@ PARAMETERS: dict[str, tuple[Parameter, ...]] = {
             "validate.num_shards",
         ),  # fmt: skip
         _run("unique_name", "publish under <name>-<run id> (false: under name as given)", True),
+        _run(
+            "draw",
+            "empty: the seed as given; else folded into the sample, caption and render seeds (a "
+            "recurring run's is its run id: a new draw each run)",
+            "",
+        ),  # fmt: skip
     ),
     "evaluate_models": (
         _run("name", f"{_NAME} (a generate run's <name>-<run id>)"),

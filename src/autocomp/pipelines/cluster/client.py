@@ -1,76 +1,150 @@
-"""Talk to a Kubeflow Pipelines endpoint through kfp.Client (REST API v2beta1):
-upload or version the compiled pipelines, create a recurring run, submit one run.
+"""Talk to a Kubeflow Pipelines endpoint through kfp.Client (REST API v2beta1): upload or
+version the compiled pipelines, create a recurring run, submit one run.
 
-Versions are content-addressed: `<package version>-<first 12 hex of the YAML's SHA-256>`, so
-uploading an unchanged pipeline is a no-op and any change becomes a new version. (KFP names a new
-pipeline's first version after the pipeline; its content name goes in the pipeline's
-description, `... [version <name>]`, so that one is recognised too.) `submit` and `schedule` run
-the version whose content is the local `dist/` package, never merely the newest upload, and
-their `--param` values are typed and checked against that package's `inputDefinitions` before
-any request is sent.
+Versions are content-addressed (cluster.packages.version_name), so uploading an unchanged
+pipeline is a no-op and any change becomes a new version. (KFP names a new pipeline's first
+version after the pipeline; its content name goes in the pipeline's description, `... [version
+<name>]`, so that one is recognised too.) `submit` and `schedule` run the version whose content
+is the local `dist/` package, never merely the newest upload, and check everything before any
+request: the parameters (cluster.packages.check_params: typed by the package, the library's own
+checks, a store the pods share, models that fit the package's GPUs), the backend (the server's
+version against the range the package was compiled for, cluster.backends), and for a recurring
+run KFP's own rules (max_concurrency 1-10, robfig/cron: cluster.cron).
+
+Authentication (docs/cluster.md): a bearer token (oauth2-proxy / Istio, or a ServiceAccount
+token with audience pipelines.kubeflow.org: the PodDefault's projected token file, or `kubectl
+create token --audience pipelines.kubeflow.org`), or the session cookie of a Dex login
+(`oauth2_proxy_kubeflow=...` on Kubeflow 1.9-1.11). In multi-user mode every request needs the
+profile namespace.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
+import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autocomp import __version__
 from autocomp.errors import UsageError
-from autocomp.pipelines.plumbing import DISPLAY_NAMES
+from autocomp.pipelines.cluster import backends
+from autocomp.pipelines.cluster.packages import (  # noqa: F401  (the client's public names)
+    check_params,
+    check_placement,
+    input_definitions,
+    load_documents,
+    load_package,
+    typed_params,
+    version_name,
+)
+from autocomp.pipelines.cluster.uploads import pinned_version, upload  # noqa: F401
+from autocomp.pipelines.plumbing import DISPLAY_NAMES  # noqa: F401
 
-MIN_KFP = (2, 14)  # artifact fan-in through dsl.Collected; non-root executors need 2.3+
+# Where Kubeflow's PodDefault `access-ml-pipeline` mounts a projected ServiceAccount token with
+# audience pipelines.kubeflow.org (kubeflow/manifests v1.11.0 tests/poddefaults.access-ml-
+# pipeline.kubeflow-user-example-com.yaml); kfp reads $KF_PIPELINES_SA_TOKEN_PATH too.
+TOKEN_PATH_ENV = "KF_PIPELINES_SA_TOKEN_PATH"
+PODDEFAULT_TOKEN = "/var/run/secrets/kubeflow/pipelines/token"
+_HEADER_VALUE = re.compile(
+    r"[\x20-\x7e\t]*"
+)  # visible ASCII, space and tab: nothing a header splits on
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """How to reach a KFP API: host, and what its authentication needs (a bearer token for
-    oauth2-proxy/Istio, the session cookie of a Dex login, a private CA) and the profile namespace
-    of a multi-user installation."""
+    """How to reach a KFP API: host, and what its authentication needs (a bearer token, the
+    session cookie of a Dex login, a private CA), the profile namespace of a multi-user
+    installation, and the backend version when the server cannot say it (`kfp_version`)."""
 
     host: str
     token: str | None = None
     cookies: str | None = None
     ca_cert: str | None = None
     namespace: str | None = None
+    kfp_version: str | None = None
 
 
-def connect(endpoint: Endpoint | str) -> Any:
+def read_token(path: str | None) -> str | None:
+    """A token from a file (a projected ServiceAccount token, `kubectl create token` output):
+    `path`, else $KF_PIPELINES_SA_TOKEN_PATH, else the PodDefault's file when it exists."""
+    path = path or os.environ.get(TOKEN_PATH_ENV)
+    if not path:
+        path = PODDEFAULT_TOKEN if Path(PODDEFAULT_TOKEN).is_file() else None
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError("token_file", path, f"cannot be read ({exc}); give the token file "
+                         "(a projected ServiceAccount token)") from None  # fmt: skip
+
+
+def check_endpoint(endpoint: Endpoint) -> None:
+    """Everything an endpoint sends, checked before a request: an http(s) host, header values
+    without line breaks or control characters (a pasted token or cookie often ends in one),
+    a CA file that exists, a namespace Kubernetes accepts."""
+    if not re.match(r"https?://[^\s/]+", endpoint.host or ""):
+        raise UsageError("host", endpoint.host, "give the KFP API as http(s)://host[/path], e.g. "
+                         "https://kubeflow.example.com/pipeline")  # fmt: skip
+    for what, value in (("token", endpoint.token), ("cookies", endpoint.cookies)):
+        if value is not None and not _HEADER_VALUE.fullmatch(value):
+            bad = next(c for c in value if not _HEADER_VALUE.fullmatch(c))
+            raise UsageError(what, f"...{bad!r}...", "contains a line break or control "
+                             "character; copy it again without it")  # fmt: skip
+    if endpoint.ca_cert and not Path(endpoint.ca_cert).is_file():
+        raise UsageError("ca_cert", endpoint.ca_cert, "no such file; give the CA bundle (PEM)")
+    if endpoint.namespace is not None and not re.fullmatch(
+        r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", endpoint.namespace
+    ):
+        raise UsageError("namespace", endpoint.namespace, "not a Kubernetes namespace name")
+    if endpoint.kfp_version is not None and backends.parse_version(endpoint.kfp_version) is None:
+        raise UsageError("kfp_version", endpoint.kfp_version, "give a version such as 2.15.0")
+
+
+def connect(endpoint: Endpoint | str, namespaced: bool = True) -> Any:
+    """A kfp.Client for `endpoint`, after one healthz request with the same credentials (its
+    answer is kept as `client.autocomp_health`). In multi-user mode runs, experiments and their
+    authorization are per namespace: it must be given (`namespaced`; uploads are shared)."""
     import warnings
 
     import kfp
 
     if isinstance(endpoint, str):
         endpoint = Endpoint(endpoint)
-    if endpoint.ca_cert and not Path(endpoint.ca_cert).is_file():
-        raise UsageError("--ca-cert", endpoint.ca_cert, "no such file; give the CA bundle (PEM)")
-    _probe(endpoint)
+    check_endpoint(endpoint)
+    health = _probe(endpoint)
+    if namespaced and health.get("multi_user") and not endpoint.namespace:
+        raise UsageError("namespace", None, "the KFP API runs in multi-user mode: give your "
+                         "profile namespace (every run, experiment and authorization is per "
+                         "namespace)")  # fmt: skip
     try:
         with warnings.catch_warnings():  # "only works with KFP v2.0.0-beta.2 and later": known
             warnings.simplefilter("ignore", FutureWarning)
-            return kfp.Client(
+            client = kfp.Client(
                 host=endpoint.host,
                 existing_token=endpoint.token,
                 cookies=endpoint.cookies,
                 ssl_ca_cert=endpoint.ca_cert,
-                namespace=endpoint.namespace or "kubeflow",
+                namespace=endpoint.namespace or "kubeflow",  # kfp's own "none given"
             )
     except Exception as exc:  # the client raises plain exceptions for unreachable hosts
         raise UsageError(
-            "--host",
+            "host",
             endpoint.host,
             f"no KFP API answers there ({type(exc).__name__}: {str(exc)[:120]})",
         ) from exc
+    client.autocomp_health = health
+    client.autocomp_endpoint = endpoint
+    return client
 
 
-def _probe(endpoint: Endpoint) -> None:
+def _probe(endpoint: Endpoint) -> dict[str, Any]:
     """One healthz request with the same credentials, so that a refused login is said at once
-    (kfp.Client retries its own healthz call five times, 5 s apart, then reports a timeout)."""
+    (kfp.Client retries its own healthz call five times, 5 s apart, then reports a timeout).
+    Returns the answer (tag_name, multi_user, ...)."""
     import urllib3
 
     headers = {}
@@ -88,18 +162,42 @@ def _probe(endpoint: Endpoint) -> None:
             retries=False,
             redirect=False,
         )
-    except urllib3.exceptions.HTTPError as exc:
+    except (urllib3.exceptions.HTTPError, ValueError) as exc:
         raise UsageError(
-            "--host", endpoint.host, f"no KFP API answers there ({type(exc).__name__}: {exc})"
+            "host", endpoint.host, f"no KFP API answers there ({type(exc).__name__}: {exc})"
         ) from None
     if answer.status in (302, 401, 403):  # 302: a login page (Dex, oauth2-proxy)
         raise UsageError(
-            "--host",
+            "host",
             endpoint.host,
-            f"the KFP API refused access (HTTP {answer.status}: "
-            f"{answer.data[:120].decode(errors='replace')}); log in and pass the session cookie "
-            "with --cookies, or a token in the variable named by --token-env",
+            f"the KFP API refused access (HTTP {answer.status}: {_body_message(answer.data)}); "
+            "log in and pass the session cookie (oauth2_proxy_kubeflow=...), or a token with "
+            "audience pipelines.kubeflow.org (docs/cluster.md, authentication)",
         )
+    try:
+        health = json.loads(answer.data)
+    except ValueError:
+        health = None
+    if answer.status != 200 or not isinstance(health, dict):
+        raise UsageError("host", endpoint.host, f"no KFP API answers there (HTTP {answer.status}: "
+                         f"{_body_message(answer.data)})")  # fmt: skip
+    return health
+
+
+def _body_message(data: bytes) -> str:
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return data[:120].decode(errors="replace")
+    return _message(payload) or data[:120].decode(errors="replace")
+
+
+def _message(payload: Any) -> str | None:
+    """The message of a KFP error body: grpc-gateway's `message` (and `error` up to 2.5), the
+    upload endpoints' `error_message` (pipeline_upload_server.go writeErrorToResponse)."""
+    if not isinstance(payload, dict):
+        return None
+    return payload.get("error_message") or payload.get("message") or payload.get("error")
 
 
 @contextlib.contextmanager
@@ -112,247 +210,152 @@ def api_errors(host: str) -> Iterator[None]:
     try:
         yield
     except ApiException as exc:
-        raise UsageError("--host", host, f"the KFP API refused it ({api_message(exc)})") from None
+        raise UsageError("host", host, f"the KFP API refused it ({api_message(exc)})") from None
     except HTTPError as exc:
-        raise UsageError("--host", host, f"the KFP API stopped answering ({exc})") from None
+        raise UsageError("host", host, f"the KFP API stopped answering ({exc})") from None
 
 
 def api_message(exc: BaseException) -> str:
-    """The server's own message from a KFP API error (grpc-gateway JSON body), else the error."""
+    """The server's own message from a KFP API error (its JSON body), else the error."""
     body = getattr(exc, "body", None)
     try:
         payload = json.loads(body) if body else {}
     except (TypeError, ValueError):
         payload = {}
-    message = payload.get("message") or payload.get("error") or str(exc)
+    message = _message(payload) or str(exc)
     status = getattr(exc, "status", None)
     return f"HTTP {status}: {message}" if status else message
 
 
-def version_name(package: Path) -> str:
-    return f"{__version__}-{hashlib.sha256(package.read_bytes()).hexdigest()[:12]}"
+# ----------------------------------------------------------------------------- the backend
 
 
-# ----------------------------------------------------------------------------- packages
+def server_version(client: Any) -> tuple[backends.Version | None, str]:
+    """The backend's version and where it was read: healthz `tag_name`; where that says
+    "unknown" (release images 2.4-2.15 are built without TAG_NAME), KFP's install ConfigMap
+    through the kubeconfig; else the endpoint's stated kfp_version."""
+    known = getattr(client, "autocomp_version", None)
+    if known is None:
+        known = client.autocomp_version = _server_version(client)
+    return known
 
 
-def load_package(pipeline: str, package: Path) -> dict[str, Any]:
-    """The pipeline spec of a compiled package, checked to be `pipeline`'s."""
-    import yaml
+def _server_version(client: Any) -> tuple[backends.Version | None, str]:
+    from autocomp.pipelines.cluster import kube
 
-    if not package.is_file():
-        raise UsageError(
-            "--dist", str(package), "no compiled pipeline there; run `autocomp compile`"
-        )
+    tag = client.autocomp_health.get("tag_name")
+    version = backends.parse_version(tag)
+    if version is not None:
+        return version, "healthz tag_name"
     try:
-        spec = next(yaml.safe_load_all(package.read_text(encoding="utf-8")))
-    except (yaml.YAMLError, UnicodeDecodeError, StopIteration) as exc:
-        raise UsageError("--dist", str(package), f"is not a compiled pipeline ({exc})") from None
-    name = (spec or {}).get("pipelineInfo", {}).get("name") if isinstance(spec, dict) else None
-    if name != DISPLAY_NAMES[pipeline]:
-        raise UsageError(
-            "--dist", str(package), f"is not the {pipeline} pipeline (it is {name!r}); recompile"
-        )
-    return spec
-
-
-def input_definitions(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
-
-
-_KINDS = {
-    "STRING": "a string",
-    "NUMBER_INTEGER": "an integer",
-    "NUMBER_DOUBLE": "a number",
-    "BOOLEAN": "true or false",
-    "LIST": "a list, e.g. [a, b]",
-    "STRUCT": "a mapping, e.g. {key: value}",
-}
-
-
-def _typed(raw: str, kind: str) -> Any:
-    """`raw` as a value of the KFP parameter type `kind`; ValueError when it is not one."""
-    import yaml
-
-    if kind == "STRING":
-        return raw  # never YAML: name=2024 stays "2024", renderer=off stays "off"
-    if kind == "NUMBER_INTEGER":
-        return int(raw)
-    if kind == "NUMBER_DOUBLE":
-        return float(raw)
-    if kind == "BOOLEAN":
-        if raw.lower() not in ("true", "false"):
-            raise ValueError(raw)
-        return raw.lower() == "true"
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise ValueError(raw) from exc
-    if not isinstance(value, list if kind == "LIST" else dict):
-        raise ValueError(raw)
-    return value
-
-
-def typed_params(pipeline: str, items: list[str], spec: dict[str, Any]) -> dict[str, Any]:
-    """`--param name=value` items typed by the package's inputDefinitions: unknown names,
-    values of the wrong type, repeated names and missing required parameters are usage errors."""
-    definitions = input_definitions(spec)
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise UsageError("--param", item, "must look like name=value (e.g. renderer=flux-dev)")
-        if key not in definitions:
-            known = ", ".join(sorted(definitions))
-            raise UsageError("--param", item, f"{pipeline} has no parameter {key}; known: {known}")
-        if key in params:
-            raise UsageError("--param", item, f"{key} is given twice; give it once")
-        kind = definitions[key]["parameterType"]
-        try:
-            params[key] = _typed(raw, kind)
-        except ValueError:
-            raise UsageError("--param", item, f"{key} must be {_KINDS[kind]}") from None
-    missing = [k for k, d in definitions.items() if k not in params and _required(d)]
-    if missing:
-        raise UsageError(
-            "--param", None, f"{pipeline} needs {', '.join(f'{m}=...' for m in missing)}"
-        )
-    return params
-
-
-def _required(definition: dict[str, Any]) -> bool:
-    return "defaultValue" not in definition and not definition.get("isOptional", False)
-
-
-def _default(definition: dict[str, Any]) -> Any:
-    value = definition["defaultValue"]  # the YAML holds every number as a float
-    return int(value) if definition["parameterType"] == "NUMBER_INTEGER" else value
-
-
-def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    """The parameters of one run of a compiled package, checked as a whole before any request:
-    the package's defaults under the given values, each stage's configuration rebuilt and
-    checked by its own rule, names, models and seeds (autocomp.pipelines.checks.check).
-    Returns `params` (what is sent: the server fills in the defaults)."""
-    from autocomp.pipelines import checks, plumbing
-
-    definitions = input_definitions(spec)
-    table = {p.name for p in plumbing.parameters(pipeline)}
-    if set(definitions) != table:
-        odd = sorted(set(definitions) ^ table)[0]
-        raise UsageError(
-            "--dist", pipeline, f"was compiled by another autocomp version (parameter {odd}); "
-            "run `autocomp compile` again",
-        )  # fmt: skip
-    defaults = {k: _default(d) for k, d in definitions.items() if "defaultValue" in d}
-    checks.check(pipeline, {**defaults, **params})
-    return params
-
-
-# ----------------------------------------------------------------------------- versions
-
-
-def _versions(client: Any, pipeline_id: str) -> list[Any]:
-    found, token = [], ""
-    while True:
-        response = client.list_pipeline_versions(
-            pipeline_id=pipeline_id, page_token=token, page_size=100, sort_by="created_at desc"
-        )
-        found.extend(response.pipeline_versions or [])
-        token = getattr(response, "next_page_token", None) or ""
-        if not token:
-            return found
-
-
-def _find_version(client: Any, pipeline: str, package: Path) -> tuple[str | None, Any]:
-    """(pipeline id or None, the uploaded version with this package's content or None)."""
-    name = DISPLAY_NAMES[pipeline]
-    version = version_name(package)
-    pipeline_id = client.get_pipeline_id(name)
-    if pipeline_id is None:
-        return None, None
-    first = f"[version {version}]" in (client.get_pipeline(pipeline_id).description or "")
-    for v in _versions(client, pipeline_id):
-        if v.display_name == version or (first and v.display_name == name):
-            return pipeline_id, v
-    return pipeline_id, None
-
-
-def upload(client: Any, pipeline: str, package: Path) -> dict[str, str]:
-    """Create the pipeline (first upload) or add a version; returns ids and what was done."""
-    name = DISPLAY_NAMES[pipeline]
-    version = version_name(package)
-    pipeline_id, found = _find_version(client, pipeline, package)
-    if pipeline_id is None:
-        created = client.upload_pipeline(
-            str(package), pipeline_name=name, description=f"autocomp {pipeline} [version {version}]"
-        )
-        latest = _versions(client, created.pipeline_id)
-        return {
-            "pipeline_id": created.pipeline_id,
-            "version_id": latest[0].pipeline_version_id,
-            "version": version,
-            "action": "created",
-        }
+        found = backends.parse_version(kube.connect().install_version())
+    except (kube.Unavailable, kube.KubeError) as exc:
+        found, why = None, str(exc)
+    else:
+        why = "no appVersion"
     if found is not None:
-        return {
-            "pipeline_id": pipeline_id,
-            "version_id": found.pipeline_version_id,
-            "version": version,
-            "action": "unchanged",
-        }
-    made = client.upload_pipeline_version(
-        str(package), pipeline_version_name=version, pipeline_id=pipeline_id
-    )
-    return {
-        "pipeline_id": pipeline_id,
-        "version_id": made.pipeline_version_id,
-        "version": version,
-        "action": "versioned",
-    }
+        return found, f"ConfigMap {kube.KFP_NAMESPACE}/{kube.INSTALL_CONFIG[0]} appVersion"
+    stated = backends.parse_version(client.autocomp_endpoint.kfp_version)
+    if stated is not None:
+        return stated, "stated (kfp_version)"
+    return None, f"healthz tag_name {tag!r}, ConfigMap {kube.INSTALL_CONFIG[0]}: {why}"
 
 
-def pinned_version(client: Any, pipeline: str, package: Path) -> tuple[str, str]:
-    """(pipeline id, version id) of the uploaded version whose content is `package`."""
-    pipeline_id, found = _find_version(client, pipeline, package)
-    if pipeline_id is None:
-        raise UsageError("--pipeline", pipeline, "is not uploaded there; run `autocomp upload`")
-    if found is None:
-        raise UsageError(
-            "--dist",
-            str(package),
-            f"its version {version_name(package)} is not uploaded there (the server has other "
-            "versions); run `autocomp upload` first, or point --dist at the uploaded package",
-        )
-    return pipeline_id, found.pipeline_version_id
+def check_backend(client: Any, docs: list[dict[str, Any]]) -> list[str]:
+    """Refuse (UsageError) a package this backend cannot run; return what it runs degraded."""
+    version, source = server_version(client)
+    if version is None:
+        raise UsageError("kfp_version", None, f"the server's KFP version is unknown ({source}); "
+                         "give it (`kubectl -n kubeflow get configmap pipeline-install-config "
+                         "-o jsonpath={.data.appVersion}`)")  # fmt: skip
+    refusals, degraded = backends.check_server(docs[0], version)
+    if refusals:
+        raise UsageError("kfp_version", backends.shown(version), refusals[0])
+    return degraded
 
 
 # ----------------------------------------------------------------------------- runs
 
 
 def _experiment(client: Any, experiment: str, namespace: str | None) -> str:
+    """The experiment's id, created in `namespace` (multi-user: the run's namespace comes from
+    its experiment, backend/src/apiserver/server/job_server.go:97)."""
     return client.create_experiment(experiment, namespace=namespace).experiment_id
 
 
 def check_schedule(cron: str, max_concurrency: int, params: dict[str, Any]) -> None:
-    """What a recurring run needs beyond its parameters: a 6-field cron, a concurrency of at
-    least 1, and run-unique names (each run would skip over the last one's benchmark)."""
-    if len(cron.split()) != 6:
+    """What a recurring run needs beyond its parameters, as the API server checks it
+    (backend/src/apiserver/server/api_converter.go:1970-1977 at 2.15.0): a cron robfig/cron
+    v1.2.0 parses, written with its seconds field (a 5-field cron is read as second minute hour
+    day month, not crontab's minute-first order: refused here), max_concurrency from 1 to 10;
+    and run-unique names (each run would skip over the last one's benchmark)."""
+    from autocomp.pipelines.cluster.cron import parse
+
+    error = parse(cron)
+    if error:
         raise UsageError(
-            "--cron",
+            "cron",
             cron,
-            "KFP cron has 6 fields: second minute hour day month "
-            "weekday (e.g. '0 0 3 * * 1' = Mondays 03:00)",
+            f"KFP refuses it ({error}); give 6 fields: second minute "
+            "hour day month weekday, e.g. '0 0 3 * * 1' = Mondays 03:00, or @weekly",
         )
-    if max_concurrency < 1:
-        raise UsageError("--max-concurrency", max_concurrency, "must be at least 1")
+    if not cron.startswith("@") and len(cron.split()) == 5:
+        raise UsageError("cron", cron, "KFP reads 5 fields as second minute hour day month (not "
+                         "crontab's minute hour day month weekday); give 6 fields, e.g. "
+                         "'0 0 3 * * 1' = Mondays 03:00, or @weekly")  # fmt: skip
+    if not 1 <= max_concurrency <= 10:
+        raise UsageError("max_concurrency", max_concurrency, "KFP takes 1 to 10")
     if params.get("unique_name") is False:
         raise UsageError(
-            "--param",
-            "unique_name=false",
+            "unique_name",
+            False,
             "a recurring run must publish under run-unique names (each run would skip over the "
             "last one's benchmark); leave unique_name at its default",
         )
+
+
+# What a recurring generate run's `draw` is: the run id. The API server and the ScheduledWorkflow
+# controller replace {{workflow.uid}} in the compiled workflow, runtime parameters included,
+# with each run's id (backend/src/apiserver/template/v2_template.go ReplaceUID; crd/controller/
+# scheduledworkflow/util/scheduled_workflow.go:183, "Replace {{workflow.uid}} with runId"). KFP's
+# recurring-run macros ([[RunUUID]], [[Index]]) do not reach a v2 pipeline's parameters: its
+# runtime config is compiled into the workflow, and the controller overrides only workflow
+# arguments (common/util/workflow.go OverrideParameters).
+RUN_ID = "{{workflow.uid}}"
+
+
+def with_draw(pipeline: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of a recurring run: a generate run draws anew each time (draw = its run
+    id) unless `draw` is given; a draw of "" would replay the first run from KFP's cache, as
+    would any recurring fine-tuning run (its training steps are cached): both refused."""
+    if pipeline == "finetune_models":
+        raise UsageError(
+            "pipeline",
+            pipeline,
+            "a recurring fine-tuning run would replay the "
+            "first one from KFP's cache; submit it when its benchmark changes",
+        )
+    if pipeline != "generate_benchmark":
+        return params
+    if params.get("draw") == "":
+        raise UsageError(
+            "draw",
+            "",
+            "a recurring run with a fixed draw replays its first run "
+            "from KFP's cache; leave draw out (each run draws anew) or name one",
+        )
+    return {**params, "draw": params.get("draw", RUN_ID)}
+
+
+def _prepare(client: Any, pipeline: str, package: Path, params: dict[str, Any]) -> tuple:
+    """Everything before a run is sent: the parameters, the models' GPUs, the backend, the
+    uploaded version; returns (pipeline id, version id, the backend's degradations)."""
+    docs = load_documents(pipeline, package)
+    check_params(pipeline, params, docs[0])
+    check_placement(pipeline, params, docs)
+    degraded = check_backend(client, docs)
+    pipeline_id, version_id = pinned_version(client, pipeline, package)
+    return pipeline_id, version_id, degraded
 
 
 def schedule(
@@ -368,11 +371,13 @@ def schedule(
     namespace: str | None = None,
 ) -> str:
     """A KFP recurring run of the uploaded version of `package`; returns its id. Everything is
-    checked before any request (check_schedule, check_params). No catch-up by default: a
-    paused or late schedule starts one run, not one per missed interval."""
+    checked before any request (check_schedule, _prepare). No catch-up by default: a paused or
+    late schedule starts one run, not one per missed interval. A recurring generate run draws
+    anew each time (with_draw), unless `draw` is given."""
     check_schedule(cron, max_concurrency, params)
-    check_params(pipeline, params, load_package(pipeline, package))
-    pipeline_id, version_id = pinned_version(client, pipeline, package)
+    params = with_draw(pipeline, params)
+    pipeline_id, version_id, _ = _prepare(client, pipeline, package, params)
+    namespace = namespace or client.autocomp_endpoint.namespace
     from kfp_server_api.exceptions import ApiException
 
     try:
@@ -388,9 +393,7 @@ def schedule(
             enabled=True,
         )
     except ApiException as exc:
-        raise UsageError(
-            "--param", params, f"the KFP API refused it ({api_message(exc)})"
-        ) from None
+        raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
     return made.recurring_run_id
 
 
@@ -403,10 +406,10 @@ def submit(
     experiment: str = "autocomp",
     namespace: str | None = None,
 ) -> str:
-    """One run of the uploaded version of `package` (its parameters checked first, before any
-    request: check_params); returns its id."""
-    check_params(pipeline, params, load_package(pipeline, package))
-    pipeline_id, version_id = pinned_version(client, pipeline, package)
+    """One run of the uploaded version of `package` (everything checked first, before any
+    request: _prepare); returns its id."""
+    pipeline_id, version_id, _ = _prepare(client, pipeline, package, params)
+    namespace = namespace or client.autocomp_endpoint.namespace
     from kfp_server_api.exceptions import ApiException
 
     try:
@@ -418,7 +421,5 @@ def submit(
             version_id=version_id,
         )
     except ApiException as exc:
-        raise UsageError(
-            "--param", params, f"the KFP API refused it ({api_message(exc)})"
-        ) from None
+        raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
     return run.run_id

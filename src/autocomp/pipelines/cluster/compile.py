@@ -1,12 +1,20 @@
 """Compile the three pipelines to YAML (`autocomp compile`): each built for the cluster now
-(images resolved, cluster settings applied), with the `paper` profile's parameter defaults."""
+(images resolved, cluster settings applied), with the `paper` profile's parameter defaults, for
+one KFP backend (`backend`: a version, default the newest supported; cluster.backends): the YAML
+then holds exactly the Kubernetes fields that backend knows, places GPU steps the way it can, and
+records the backend range it was made for (doctor, submit and schedule compare it with the
+server). Next to the pipelines: the model-cache warm-up Job, with the same gpu image
+(cluster.warmup)."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from autocomp.pipelines.plumbing import PIPELINES
+
+WARMUP_FILE = "jobs/model-cache-warmup.yaml"  # beside, not among, the pipeline packages
 
 
 def load(name: str) -> Any:
@@ -16,15 +24,68 @@ def load(name: str) -> Any:
     return build(name, cluster=True)
 
 
-def compile_all(out: str | Path = "dist") -> dict[str, Path]:
-    """Write dist/<pipeline>.yaml for every pipeline; return the paths."""
+def _write(path: Path, header: str, docs: list[dict[str, Any]]) -> None:
+    """The documents as kfp's compiler writes them (its header comments, sorted keys)."""
+    import yaml
+
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(header)
+        yaml.dump_all(docs, handle, sort_keys=True)
+
+
+def _header(text: str) -> str:
+    """The comment block kfp's compiler writes above the documents."""
+    lines = text.splitlines(keepends=True)
+    end = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return "".join(lines[:end])
+
+
+def compile_all(
+    out: str | Path = "dist",
+    backend: str | None = None,
+    pull_secrets: tuple[str, ...] = (),
+    gpu_sizes: dict[str, int] | None = None,
+    tolerations: tuple[str, ...] = (),
+) -> dict[str, Path]:
+    """Write dist/<pipeline>.yaml for every pipeline (and the warm-up Job); return the paths.
+    `gpu_sizes`: step -> GPU size (GB) for steps whose models are parameters (resources.Cluster);
+    `tolerations`: taints of the GPU nodes (`key[=value][:effect]`) the GPU steps tolerate.
+    Refuses, before anything is written, a backend autocomp cannot run on and images nobody can
+    pull (cluster.images.check_cluster_images)."""
+    import yaml
     from kfp import compiler
 
+    from autocomp.pipelines.cluster import backends, warmup
+    from autocomp.pipelines.cluster.images import check_cluster_images, image
+    from autocomp.pipelines.cluster.resources import (
+        Cluster,
+        building,
+        check_gpu_sizes,
+        parse_toleration,
+    )
+
+    target = backends.target_for(backend)
+    sizes = check_gpu_sizes(gpu_sizes or {})
+    tolerated = tuple(parse_toleration(t) for t in tolerations)
+    check_cluster_images()
     out = Path(out)
+    written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    with (
+        tempfile.TemporaryDirectory() as work,
+        building(Cluster(target, tuple(pull_secrets), sizes, tolerated)),
+    ):
+        for name in PIPELINES:
+            raw = Path(work, f"{name}.yaml")
+            compiler.Compiler().compile(load(name), str(raw))
+            text = raw.read_text(encoding="utf-8")
+            written[name] = (_header(text), backends.adapt(list(yaml.safe_load_all(text)), target))
+    # every pipeline compiled: only now is dist/ touched
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for name in PIPELINES:
-        path = out / f"{name}.yaml"
-        compiler.Compiler().compile(load(name), str(path))
-        paths[name] = path
+    for name, (header, docs) in written.items():
+        paths[name] = out / f"{name}.yaml"
+        _write(paths[name], header, docs)
+    (out / WARMUP_FILE).parent.mkdir(exist_ok=True)
+    (out / WARMUP_FILE).write_text(warmup.render(image("gpu"), tuple(pull_secrets)), "utf-8")
+    paths["warmup"] = out / WARMUP_FILE
     return paths

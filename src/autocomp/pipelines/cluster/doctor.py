@@ -1,23 +1,33 @@
 """`autocomp doctor`: a preflight a user runs before the first run on a cluster. One line per
-check, PASS / FAIL / SKIP, each FAIL with its fix:
+check, PASS / WARN / FAIL / SKIP, each FAIL with its fix:
 
-- the KFP API answers, and its version is at least the minimum (client.MIN_KFP);
-- both pipelines are uploaded in the version of the local dist/ (what submit/schedule will run);
-- the store is reachable and writable (a small probe folder, doctor/probe, is written);
-- with the `kubernetes` client and a kubeconfig: the Secrets and the model-cache volume exist in
-  the namespace, and for every resource class the requested models need, a GPU node with enough
-  GPUs of enough memory exists. Without them, the same items are named for the user to check.
+- kfp: the API answers (in multi-user mode with a namespace), and its version: healthz
+  `tag_name`, else KFP's install ConfigMap, else the stated `--kfp-version`;
+- backend: each compiled package against that version (cluster.backends: refused, or what runs
+  degraded), and each pipeline uploaded in the version of the local dist/;
+- with the `kubernetes` client and a kubeconfig: the Secrets (whether autocomp-hf may be absent
+  depends on the backend the package was compiled for), the image pull secrets, the model-cache
+  claim (phase, storage class, access modes), GPU nodes for every GPU placement in the packages
+  (per score class the models need: count, the real memory labels or autocomp's per-size labels
+  with the `kubectl label` commands, taints, local disk for /scratch), and the store written and
+  read back by a pod in the namespace with the steps' own Secret and image;
+- images: every image the packages name, resolved at its registry.
+Without a kubeconfig the cluster items are named for the user to check.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
-from autocomp.pipelines.cluster.client import DISPLAY_NAMES, MIN_KFP, Endpoint
+from autocomp.errors import UsageError
+from autocomp.pipelines.cluster import backends
+from autocomp.pipelines.cluster.client import Endpoint
 from autocomp.pipelines.cluster.resources import (
+    GPU_CARDS,
     GPU_MEMORY_LABEL,
     HF_SECRET,
     HF_SECRET_KEYS,
@@ -25,8 +35,24 @@ from autocomp.pipelines.cluster.resources import (
     SECRET,
     SECRET_KEYS,
     ScoreClass,
+    node_tiers,
+    tier_floor_mib,
+    tier_label,
 )
-from autocomp.pipelines.plumbing import DEFAULT_STORE
+from autocomp.pipelines.plumbing import DEFAULT_STORE, PIPELINES
+
+TEMPLATES = {SECRET: "secret.template.yaml", HF_SECRET: "hf-secret.template.yaml"}
+# provisioners whose volumes attach to one node: no ReadWriteMany (EBS, PD, Azure Disk)
+SINGLE_NODE = (
+    "ebs.csi.aws.com",
+    "kubernetes.io/aws-ebs",
+    "pd.csi.storage.gke.io",
+    "kubernetes.io/gce-pd",
+    "disk.csi.azure.com",
+    "kubernetes.io/azure-disk",
+)
+_UNITS = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+          "Ti": 2**40}  # fmt: skip
 
 
 class Report:
@@ -38,66 +64,72 @@ class Report:
         print(f"{status:4} {what}: {detail}")
 
 
-def kfp_version(tag: str | None) -> tuple[int, ...] | None:
-    """(major, minor) of a KFP tag such as `2.14.3` or `v2.15.0-rc.1`; None if it has none."""
-    found = re.match(r"v?(\d+)\.(\d+)", tag or "")
-    return (int(found.group(1)), int(found.group(2))) if found else None
+def quantity(text: str | None) -> float:
+    """Bytes of a Kubernetes quantity (`120Gi`, `500G`, `1073741824`); 0 if none."""
+    found = re.fullmatch(r"([0-9.]+)([kMGT]i?)?", text or "")
+    return float(found[1]) * _UNITS[found[2] or ""] if found else 0.0
 
 
-def healthz(client: Any) -> dict[str, Any]:
-    """The server's version and mode. The v2beta1 healthz answer has no version (its client
-    model keeps only multi_user); the v1beta1 one, which every KFP 2 server still serves, has
-    `tag_name`. Sent through the client's own API client, so token, cookies and CA apply."""
-    api = client._healthz_api.api_client  # kfp.Client exposes no v1beta1 healthz call
-    return api.call_api(
-        "/apis/v1beta1/healthz",
-        "GET",
-        response_type="object",
-        auth_settings=["Bearer"],
-        _return_http_data_only=True,
-    )
+# ----------------------------------------------------------------------------- KFP
 
 
-def check_kfp(report: Report, endpoint: Endpoint, dist: str | Path) -> None:
-    from autocomp.errors import UsageError
-    from autocomp.pipelines.cluster.client import (
-        connect,
-        load_package,
-        pinned_version,
-        version_name,
-    )
+Packages = dict[str, tuple[Path, list[dict[str, Any]]]]  # pipeline -> (file, documents)
+
+
+def check_kfp(report: Report, endpoint: Endpoint, packages: Packages) -> Any:
+    """The API, its version, each package against it, each pipeline uploaded; the client."""
+    from autocomp.pipelines.cluster.client import connect, pinned_version, server_version
+    from autocomp.pipelines.cluster.packages import version_name
 
     try:
         client = connect(endpoint)
-        health = healthz(client)
-    except (UsageError, Exception) as exc:  # noqa: BLE001  (any failure is the check's answer)
-        report.line("FAIL", "kfp", f"{endpoint.host} does not answer ({str(exc)[:160]})")
-        return
-    tag = health.get("tag_name")
-    version = kfp_version(tag)
-    minimum = ".".join(map(str, MIN_KFP))
-    if version is None or version < MIN_KFP:
-        report.line("FAIL", "kfp", f"version {tag!r}; autocomp needs KFP {minimum} or later")
+    except UsageError as exc:
+        report.line("FAIL", "kfp", f"{endpoint.host}: {exc.fix}")
+        return None
+    version, source = server_version(client)
+    mode = "multi-user" if client.autocomp_health.get("multi_user") else "single-user"
+    if version is None:
+        report.line("FAIL", "kfp", f"{endpoint.host} answers ({mode}) but its version is unknown "
+                    f"({source}); give it with --kfp-version")  # fmt: skip
     else:
-        mode = "multi-user" if health.get("multi_user") else "single-user"
-        report.line("PASS", "kfp", f"{endpoint.host} answers, version {tag} ({mode})")
-    for pipeline in DISPLAY_NAMES:
-        package = Path(dist) / f"{pipeline}.yaml"
+        report.line("PASS", "kfp", f"{endpoint.host} answers, KFP {backends.shown(version)} "
+                    f"({source}), {mode}")  # fmt: skip
+    for pipeline, (package, docs) in packages.items():
+        if version is not None:
+            refusals, degraded = backends.check_server(docs[0], version)
+            if refusals:
+                report.line("FAIL", f"backend {pipeline}", "; ".join(refusals))
+            if degraded:
+                runs = "would run" if refusals else "runs"
+                report.line(
+                    "WARN", f"backend {pipeline}", f"{runs} degraded: " + "; ".join(degraded)
+                )
+            if not refusals and not degraded:
+                report.line("PASS", f"backend {pipeline}", "runs as compiled")
         try:
-            load_package(pipeline, package)
             pinned_version(client, pipeline, package)
         except UsageError as exc:
             report.line("FAIL", f"pipeline {pipeline}", str(exc))
             continue
+        except Exception as exc:  # noqa: BLE001  (an API refusal is the check's answer)
+            from autocomp.pipelines.cluster.client import api_message
+
+            report.line("FAIL", f"pipeline {pipeline}", f"the KFP API refused ({api_message(exc)})")
+            continue
         report.line("PASS", f"pipeline {pipeline}", f"version {version_name(package)} uploaded")
+    return client
 
 
-def check_store(report: Report, store: str | None) -> None:
+# ----------------------------------------------------------------------------- the store
+
+
+def check_store(report: Report, store: str | None, where: str = "from this machine") -> bool:
+    """Write a probe folder (doctor/probe) into the store and read its manifest back."""
     import tempfile
 
     if not store:
         report.line("SKIP", "store", f"no --store given (the pipelines default to {DEFAULT_STORE})")
-        return
+        return True
     from autocomp.store.storage import open_store
 
     try:
@@ -109,26 +141,289 @@ def check_store(report: Report, store: str | None) -> None:
         if target.manifest("doctor/probe") is None:
             raise OSError("the probe written is not readable back")
     except Exception as exc:  # noqa: BLE001  (any failure is the check's answer)
-        report.line("FAIL", "store", f"{store} is not writable ({type(exc).__name__}: "
+        report.line("FAIL", "store", f"{store} is not writable {where} ({type(exc).__name__}: "
                     f"{str(exc)[:160]}); check the endpoint, bucket and credentials")  # fmt: skip
+        return False
+    report.line("PASS", "store", f"{store} is reachable and writable {where}")
+    return True
+
+
+def probe_pod(store: str, image: str, pull_secrets: list[str]) -> dict[str, Any]:
+    """A pod that runs `autocomp doctor --store-only` as a step would: the step's image, its S3
+    Secret as env, uid 1000, no Istio sidecar (it would keep the pod from ending)."""
+    from autocomp.pipelines.cluster.resources import SCRATCH_PATH
+
+    env = [{"name": var, "valueFrom": {"secretKeyRef": {"name": SECRET, "key": key}}}
+           for key, var in SECRET_KEYS.items()]  # fmt: skip
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"autocomp-doctor-{uuid.uuid4().hex[:8]}",
+                     "labels": {"app.kubernetes.io/part-of": "autocomp",
+                                "sidecar.istio.io/inject": "false"},
+                     "annotations": {"sidecar.istio.io/inject": "false"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "activeDeadlineSeconds": 300,
+            "securityContext": {"runAsUser": 1000, "runAsNonRoot": True},
+            "containers": [{
+                "name": "probe", "image": image,
+                "command": ["autocomp", "doctor", "--store-only", "--store", store],
+                "env": [*env, {"name": "TMPDIR", "value": SCRATCH_PATH}],
+                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
+                              "limits": {"cpu": "1", "memory": "1Gi"}},
+                "volumeMounts": [{"name": "scratch", "mountPath": SCRATCH_PATH}],
+            }],
+            "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}],
+        },
+    }  # fmt: skip
+    if pull_secrets:
+        pod["spec"]["imagePullSecrets"] = [{"name": s} for s in pull_secrets]
+    return pod
+
+
+def check_store_in_cluster(report: Report, kube: Any, namespace: str, store: str,
+                           image: str, pull_secrets: list[str]) -> None:  # fmt: skip
+    from autocomp.pipelines.cluster.kube import KubeError
+
+    where = f"from a pod in {namespace} with the steps' Secret {SECRET} and image"
+    try:
+        done = kube.run_pod(namespace, probe_pod(store, image, pull_secrets))
+    except KubeError as exc:
+        report.line("FAIL", "store", f"no probe pod could start in {namespace} ({exc.reason}); "
+                    "doctor needs to create pods there")  # fmt: skip
         return
-    report.line("PASS", "store", f"{store} is reachable and writable")
+    if done["phase"] == "Succeeded":
+        report.line("PASS", "store", f"{store} is reachable and writable {where}")
+        return
+    last = [line for line in (done["log"] or "").splitlines() if line.strip()]
+    why = done["waiting"] or (last[-1] if last else f"phase {done['phase']}")
+    report.line("FAIL", "store", f"{store} failed {where}: {why}")
+
+
+# ----------------------------------------------------------------------------- the cluster
+
+
+def package_needs(packages: Packages) -> dict[str, Any]:
+    """What the packages ask of the namespace: the HF Secret (required where the backend could
+    not mark it optional), image pull secrets, the images."""
+    from autocomp.pipelines.cluster.images import references
+    from autocomp.pipelines.cluster.packages import executors_config
+
+    hf_required, pulls, images = False, set(), set()
+    for _, docs in packages.values():
+        images |= set(references(docs[0]))
+        for config in executors_config(docs).values():
+            for wiring in config.get("secretAsEnv", []):
+                if wiring.get("secretName") == HF_SECRET and not wiring.get("optional"):
+                    hf_required = True
+            pulls |= {p["secretName"] for p in config.get("imagePullSecret", [])}
+    return {"hf_required": hf_required, "pull_secrets": sorted(pulls), "images": sorted(images)}
+
+
+def check_secrets(report: Report, kube: Any, namespace: str, needs: dict[str, Any]) -> None:
+    from autocomp.pipelines.cluster.kube import KubeError
+
+    for secret, keys in ((SECRET, SECRET_KEYS), (HF_SECRET, HF_SECRET_KEYS)):
+        try:
+            data = kube.secret(namespace, secret)
+        except KubeError as exc:
+            if secret == HF_SECRET and not needs["hf_required"]:
+                report.line(
+                    "WARN",
+                    f"secret {secret}",
+                    f"absent in {namespace} (optional: runs "
+                    "of ungated models start; gated ones fail without a token)",
+                )
+                continue
+            extra = (" (the package's backend cannot mark it optional: create it, an empty "
+                     "token is fine)") if secret == HF_SECRET else ""  # fmt: skip
+            report.line("FAIL", f"secret {secret}", f"not readable in {namespace} ({exc.reason})"
+                        f"{extra}; see manifests/base/{TEMPLATES[secret]}")  # fmt: skip
+            continue
+        missing = sorted(set(keys) - set(data))
+        empty = sorted(k for k in keys if k in data and not data[k] and secret == SECRET)
+        if missing or empty:
+            report.line("FAIL", f"secret {secret}", f"missing keys {missing}" if missing
+                        else f"empty keys {empty}")  # fmt: skip
+        else:
+            report.line("PASS", f"secret {secret}", "present")
+    for name in needs["pull_secrets"]:
+        try:
+            kind = kube.secret_type(namespace, name)
+        except KubeError as exc:
+            report.line(
+                "FAIL",
+                f"pull secret {name}",
+                f"not readable in {namespace} "
+                f"({exc.reason}); kubectl create secret docker-registry {name} ...",
+            )
+            continue
+        ok = kind == "kubernetes.io/dockerconfigjson"
+        report.line(
+            "PASS" if ok else "FAIL",
+            f"pull secret {name}",
+            "present" if ok else f"type {kind}, not kubernetes.io/dockerconfigjson",
+        )
+
+
+def check_model_cache(report: Report, kube: Any, namespace: str, gpu_nodes: int) -> None:
+    from autocomp.pipelines.cluster.kube import KubeError
+
+    what = f"pvc {MODEL_CACHE_PVC}"
+    try:
+        claim = kube.claim(namespace, MODEL_CACHE_PVC)
+    except KubeError as exc:
+        report.line("FAIL", what, f"{exc.reason} in {namespace}; apply manifests/base")
+        return
+    try:
+        klass = kube.storage_class(claim["class"])
+    except KubeError:
+        klass = None
+    shown = (
+        f"{claim['phase']}, class {claim['class'] or '(default)'}"
+        f"{' (' + klass['provisioner'] + ')' if klass else ''}, "
+        f"{'/'.join(claim['access_modes'])}, {claim['capacity'] or claim['requested']}"
+    )
+    rwx = "ReadWriteMany" in claim["access_modes"]
+    if klass and rwx and klass["provisioner"] in SINGLE_NODE:
+        report.line("FAIL", what, f"{shown}: {klass['provisioner']} volumes attach to one node "
+                    "and cannot be ReadWriteMany; use a class that can (manifests/components/"
+                    "model-cache-*, docs/cluster.md)")  # fmt: skip
+    elif not rwx and gpu_nodes > 1:
+        report.line("FAIL", what, f"{shown}: pods on {gpu_nodes} GPU nodes mount it, a "
+                    "ReadWriteOnce volume only on one; use a ReadWriteMany class")  # fmt: skip
+    elif claim["phase"] == "Bound":
+        report.line("PASS", what, shown)
+    elif claim["phase"] == "Pending" and klass and klass["binding"] == "WaitForFirstConsumer":
+        report.line("WARN", what, f"{shown}: bound when the first pod mounts it (run the "
+                    "warm-up Job: dist/jobs/model-cache-warmup.yaml)")  # fmt: skip
+    else:
+        report.line("FAIL", what, f"{shown}: no volume for it; `kubectl -n {namespace} describe "
+                    f"pvc {MODEL_CACHE_PVC}` says why")  # fmt: skip
+
+
+def placements(packages: Packages, classes: list[str]) -> list[dict[str, Any]]:
+    """Every GPU placement the packages ask for: GPUs, the per-GPU memory (MiB, or the
+    autocomp.io size label), tolerations, the largest /scratch, and the steps. Score classes
+    not in `classes` are left out."""
+    from autocomp.pipelines.cluster.packages import compiled_gpu_floor, executors_config
+
+    found: dict[tuple, dict[str, Any]] = {}
+    for _, docs in packages.values():
+        executors = docs[0].get("deploymentSpec", {}).get("executors", {})
+        for label, config in executors_config(docs).items():
+            accel = executors.get(label, {}).get("container", {}).get("resources", {})
+            gpus = int(accel.get("accelerator", {}).get("resourceCount", 0) or 0)
+            step = label.removeprefix("exec-")
+            if not gpus or (step.startswith("score-") and re.match(r"score-\d+x", step)
+                            and step.removeprefix("score-") not in classes):  # fmt: skip
+                continue
+            labels = config.get("nodeSelector", {}).get("labels", {})
+            key = (gpus, compiled_gpu_floor(config), tuple(sorted(labels.items())))
+            place = found.setdefault(key, {"gpus": gpus, "floor": key[1], "labels": labels,
+                                           "tolerations": config.get("tolerations", []),
+                                           "disk": 0.0, "steps": []})  # fmt: skip
+            place["steps"].append(step)
+            for mount in config.get("emptyDirMounts", []):
+                place["disk"] = max(place["disk"], quantity(mount.get("sizeLimit")))
+    return sorted(found.values(), key=lambda p: (p["gpus"], p["floor"] or 0))
+
+
+def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
+    if taint.get("effect") == "PreferNoSchedule":
+        return True
+    return any(
+        t.get("key") == taint.get("key")
+        and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+        and t.get("effect") in (None, "", taint.get("effect"))
+        for t in tolerations
+    )
+
+
+def fitting(place: dict[str, Any], node: dict[str, Any]) -> str | None:
+    """Why `node` cannot run `place` (None: it can)."""
+    if node["gpus"] < place["gpus"]:
+        return f"{node['gpus']} GPUs"
+    memory = node["labels"].get(GPU_MEMORY_LABEL)
+    if place["labels"]:
+        missing = [k for k, v in place["labels"].items() if node["labels"].get(k) != v]
+        if missing:
+            return f"no label {', '.join(missing)}"
+    elif place["floor"] and int(memory or 0) < place["floor"]:
+        return f"{GPU_MEMORY_LABEL} {memory or 'absent'} < {place['floor']}"
+    for taint in node.get("taints", []):
+        if not _tolerated(taint, place["tolerations"]):
+            shown = f"{taint['key']}{'=' + taint['value'] if taint.get('value') else ''}"
+            return (
+                f"taint {shown}:{taint['effect']} (compile --toleration {shown}:{taint['effect']})"
+            )
+    if place["disk"] and node.get("ephemeral") and quantity(node["ephemeral"]) < place["disk"]:
+        return f"{node['ephemeral']} of local disk < the /scratch limit"
+    return None
+
+
+def label_commands(place: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    """`kubectl label` commands for GPU nodes that qualify by their memory label but lack
+    autocomp's per-size labels (the node-selector placement of backends before 2.14)."""
+    commands = []
+    for node in nodes:
+        memory = node["labels"].get(GPU_MEMORY_LABEL)
+        if node["gpus"] < place["gpus"] or not memory:
+            continue
+        wanted = [f"{tier_label(t)}=true" for t in node_tiers(int(memory))
+                  if node["labels"].get(tier_label(t)) != "true"]  # fmt: skip
+        if wanted and any(k in [w.split("=")[0] for w in wanted] for k in place["labels"]):
+            commands.append(f"kubectl label node {node['name']} {' '.join(wanted)}")
+    return commands
+
+
+def check_gpus(report: Report, nodes: list[dict[str, Any]], places: list[dict[str, Any]]) -> None:
+    cards = ", ".join(f"{name} {mib}" for name, (_, mib) in GPU_CARDS.items())
+    for place in places:
+        size = (", ".join(place["labels"]) if place["labels"]
+                else f"{GPU_MEMORY_LABEL} >= {place['floor']}")  # fmt: skip
+        what = f"gpu {place['gpus']}x ({size})"
+        steps = ", ".join(sorted(set(place["steps"])))
+        fit = [n["name"] for n in nodes if fitting(place, n) is None]
+        if fit:
+            report.line("PASS", what, f"{steps} on {', '.join(fit[:4])}")
+            continue
+        why = "; ".join(f"{n['name']}: {fitting(place, n)}" for n in nodes if n["gpus"])[:400]
+        fix = label_commands(place, nodes) if place["labels"] else []
+        unlabelled = [n["name"] for n in nodes if n["gpus"] and GPU_MEMORY_LABEL not in n["labels"]]
+        hint = (
+            f"; label them: {'; '.join(fix)}"
+            if fix
+            else f"; nodes without {GPU_MEMORY_LABEL} (no GPU feature discovery): kubectl label "
+            f"node {unlabelled[0]} {GPU_MEMORY_LABEL}=<MiB: {cards}>"
+            if unlabelled
+            else ""
+        )
+        report.line("FAIL", what, f"no node runs {steps} ({why or 'no GPU nodes'}){hint}")
+
+
+def check_images(report: Report, images: list[str], auths: dict[str, dict[str, str]]) -> None:
+    from autocomp.pipelines.cluster.registry import resolve
+
+    for image in images:
+        status, detail = resolve(image, auths)
+        report.line(status, f"image {image}", detail)
 
 
 def nodes_for(classes: list[ScoreClass], nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Class name -> the nodes that can run it (`nodes`: name, gpus allocatable, labels)."""
-    fits: dict[str, list[str]] = {}
-    for score in classes:
-        fits[score.name] = [
+    """Class name -> the nodes with the class's GPUs by the memory label (affinity placement)."""
+    return {
+        c.name: [
             n["name"]
             for n in nodes
-            if n["gpus"] >= score.gpus
+            if n["gpus"] >= c.gpus
             and (
-                not score.gpus
-                or int(n["labels"].get(GPU_MEMORY_LABEL, 0)) > score.gpu_gb * 1000 - 1
+                not c.gpus or int(n["labels"].get(GPU_MEMORY_LABEL, 0)) >= tier_floor_mib(c.gpu_gb)
             )
         ]
-    return fits
+        for c in classes
+    }
 
 
 def needed_classes(models: list[str]) -> list[ScoreClass]:
@@ -138,58 +433,70 @@ def needed_classes(models: list[str]) -> list[ScoreClass]:
     return [c for c, members in score_groups().items() if c.gpus and set(members) & set(wanted)]
 
 
-def check_cluster(report: Report, namespace: str, models: list[str]) -> None:
-    needs = (f"Secrets {SECRET} (keys {', '.join(SECRET_KEYS)}) and {HF_SECRET} (key "
-             f"{', '.join(HF_SECRET_KEYS)}), PVC {MODEL_CACHE_PVC}")  # fmt: skip
-    try:
-        from kubernetes import client, config
+def _docker_auths() -> dict[str, dict[str, str]]:
+    import json
 
-        # the library reads $KUBECONFIG once, at import; read it now
-        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
-    except Exception as exc:  # noqa: BLE001  (no client or no kubeconfig: say what to check)
-        where = f"in namespace {namespace}, GPU nodes labelled {GPU_MEMORY_LABEL}"
-        report.line("SKIP", "cluster", f"no kubeconfig ({type(exc).__name__}); check by hand: "
-                    f"{needs} {where}")  # fmt: skip
-        return
-    core = client.CoreV1Api()
-    templates = {SECRET: "secret.template.yaml", HF_SECRET: "hf-secret.template.yaml"}
-    for secret, keys in ((SECRET, SECRET_KEYS), (HF_SECRET, HF_SECRET_KEYS)):
-        try:
-            data = core.read_namespaced_secret(secret, namespace).data or {}
-        except client.ApiException as exc:
-            report.line("FAIL", f"secret {secret}", f"not readable in {namespace} ({exc.reason}); "
-                        f"see manifests/base/{templates[secret]}")  # fmt: skip
-            continue
-        missing = sorted(set(keys) - set(data))
-        status = "FAIL" if missing else "PASS"
-        report.line(status, f"secret {secret}", f"missing keys {missing}" if missing else "present")
+    from autocomp.pipelines.cluster.kube import docker_auths
+
+    path = Path.home() / ".docker" / "config.json"
     try:
-        core.read_namespaced_persistent_volume_claim(MODEL_CACHE_PVC, namespace)
-        report.line("PASS", f"pvc {MODEL_CACHE_PVC}", "present")
-    except client.ApiException as exc:
-        report.line("FAIL", f"pvc {MODEL_CACHE_PVC}", f"{exc.reason}; apply manifests/base")
-    nodes = [
-        {
-            "name": n.metadata.name,
-            "gpus": int((n.status.allocatable or {}).get("nvidia.com/gpu", 0)),
-            "labels": n.metadata.labels or {},
-        }
-        for n in core.list_node().items
-    ]
-    for name, fitting in nodes_for(needed_classes(models), nodes).items():
-        if fitting:
-            report.line("PASS", f"gpu class {name}", f"nodes {', '.join(fitting[:3])}")
-        else:
-            report.line("FAIL", f"gpu class {name}", f"no node has these GPUs (label "
-                        f"{GPU_MEMORY_LABEL}); leave its models out or add such nodes")  # fmt: skip
+        return docker_auths(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def check_cluster(report: Report, namespace: str, packages: Packages,
+                  models: list[str], store: str | None) -> None:  # fmt: skip
+    from autocomp.pipelines.cluster import kube as kubeapi
+
+    needs = package_needs(packages)
+    auths = _docker_auths()
+    try:
+        kube = kubeapi.connect()
+        nodes = kube.nodes()
+    except (kubeapi.Unavailable, kubeapi.KubeError) as exc:
+        report.line("SKIP", "cluster", f"{exc}; check by hand in namespace {namespace}: Secrets "
+                    f"{SECRET} (keys {', '.join(SECRET_KEYS)}) and {HF_SECRET} (key "
+                    f"{', '.join(HF_SECRET_KEYS)}), PVC {MODEL_CACHE_PVC}, GPU nodes labelled "
+                    f"{GPU_MEMORY_LABEL}")  # fmt: skip
+        check_store(report, store)
+        check_images(report, needs["images"], auths)
+        return
+    check_secrets(report, kube, namespace, needs)
+    check_model_cache(report, kube, namespace, sum(1 for n in nodes if n["gpus"]))
+    check_gpus(report, nodes, placements(packages, [c.name for c in needed_classes(models)]))
+    for name in needs["pull_secrets"]:
+        with contextlib.suppress(kubeapi.KubeError):  # check_secrets said it
+            auths.update(kube.registry_auth(namespace, name))
+    core = [i for i in needs["images"] if "autocomp-core" in i]
+    if store and core:
+        check_store_in_cluster(report, kube, namespace, store, core[0], needs["pull_secrets"])
+    else:
+        check_store(report, store)
+    check_images(report, needs["images"], auths)
+
+
+def load_packages(report: Report, dist: str | Path) -> Packages:
+    from autocomp.pipelines.cluster.packages import load_documents
+
+    found: Packages = {}
+    for pipeline in PIPELINES:
+        package = Path(dist) / f"{pipeline}.yaml"
+        try:
+            docs = load_documents(pipeline, package)
+        except UsageError as exc:
+            report.line("FAIL", f"package {pipeline}", str(exc))
+            continue
+        found[pipeline] = (package, docs)
+    return found
 
 
 def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str]) -> bool:
     """Run every check, print one line each; True when nothing failed."""
     report = Report()
-    check_kfp(report, endpoint, dist)
-    check_store(report, store)
-    check_cluster(report, endpoint.namespace or "kubeflow", models)
+    packages = load_packages(report, dist)
+    check_kfp(report, endpoint, packages)
+    check_cluster(report, endpoint.namespace or "kubeflow", packages, models, store)
     print(
         "doctor: " + (f"{report.failed} check(s) failed" if report.failed else "all checks passed")
     )

@@ -9,6 +9,11 @@ its place. The rule is the one `make images` and `make push` use too:
 - digest: where `make push` wrote images/lock.json (or $AUTOCOMP_IMAGE_LOCK names one), the
   compiled pipelines name each image by the digest that was pushed, never by a mutable tag.
 
+Compiling for a cluster (`check_cluster_images`) refuses images nobody can pull: without the
+lock and without $AUTOCOMP_IMAGE_REGISTRY the name would be DEFAULT_REGISTRY's, where no autocomp
+image is published; without the lock a `-dirty` tag names an image never pushed. (`make images`
+still builds under DEFAULT_REGISTRY for a local engine; the local run needs no image.)
+
 No kfp here (the Makefile imports it with the bare package source).
 """
 
@@ -55,11 +60,15 @@ def image_tag() -> str:
     return f"{__version__}-{commit}" if commit else __version__
 
 
+def lock_path() -> Path:
+    return Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or CHECKOUT / "images" / "lock.json")
+
+
 @functools.cache
 def image_lock() -> dict[str, dict[str, str]]:
     """images/lock.json (kind -> image and digest) as `make push` wrote it; {} with a warning
     when there is none."""
-    path = Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or CHECKOUT / "images" / "lock.json")
+    path = lock_path()
     if not path.is_file():
         warnings.warn(
             f"no image lock at {path}: the pipelines name their images by tag; "
@@ -86,6 +95,37 @@ def image(kind: str) -> str:
             stacklevel=2,
         )
     return f"{locked['image']}@{locked['digest']}"
+
+
+def check_cluster_images() -> None:
+    """Refuse to compile for a cluster images that cannot be pulled (see the module's doc)."""
+    from autocomp.errors import UsageError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        locked = image_lock()
+    missing = [kind for kind in IMAGE_KINDS if kind not in locked]
+    if not missing:
+        return
+    if not os.environ.get("AUTOCOMP_IMAGE_REGISTRY"):
+        raise UsageError(
+            "AUTOCOMP_IMAGE_REGISTRY", "(unset)",
+            f"no image lock ({lock_path()}) and no registry: the pipelines would name "
+            f"{DEFAULT_REGISTRY}/autocomp-{missing[0]}, which is not published; set it to the "
+            "registry you push to and run `make images push` (it writes the lock)",
+        )  # fmt: skip
+    if (git_commit() or "").endswith("-dirty"):
+        raise UsageError(
+            "image tag", image_tag(),
+            "the image sources differ from the commit (a -dirty tag) and the lock pins no "
+            f"pushed image for {', '.join(missing)}; commit, then `make images push`",
+        )  # fmt: skip
+
+
+def references(spec: dict) -> list[str]:
+    """Every image a compiled pipeline spec names, sorted."""
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    return sorted({e["container"]["image"] for e in executors.values() if "container" in e})
 
 
 def placeholder(kind: str) -> str:

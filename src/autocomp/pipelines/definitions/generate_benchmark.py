@@ -30,11 +30,13 @@ def build(cluster: bool = True) -> Any:
     )
     def generate_benchmark(p: Any) -> Any:
         concepts = b.step(
-            c.sample, "sample", **inputs("sample", p), store=p["store"], reuse=p["reuse_concepts"]
-        )
+            c.sample, "sample", **inputs("sample", p), store=p["store"], reuse=p["reuse_concepts"],
+            draw=p["draw"],
+        )  # fmt: skip
         captions = b.step(
-            c.caption, "caption", concepts=concepts.outputs["concepts"], **inputs("caption", p)
-        )
+            c.caption, "caption", concepts=concepts.outputs["concepts"], **inputs("caption", p),
+            draw=p["draw"],
+        )  # fmt: skip
         planned = {prm.name: p[prm.name] for stage in ("render", "validate")
                    for prm in plumbing.fed(stage).values()}  # fmt: skip
         plan = b.step(
@@ -42,6 +44,7 @@ def build(cluster: bool = True) -> Any:
             "shard_plan",
             captions=captions.outputs["captions"],
             store=p["store"],
+            draw=p["draw"],
             **planned,
         )
         work = plan.outputs["work"]
@@ -52,6 +55,7 @@ def build(cluster: bool = True) -> Any:
                 captions=captions.outputs["captions"],
                 work=work,
                 shard=shard,
+                draw=p["draw"],
                 **inputs("render", p),
             )
             checked = b.step(

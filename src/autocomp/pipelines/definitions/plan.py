@@ -68,6 +68,24 @@ def registry_text(names: list[str], path: str | Path | None = None) -> str:
     return yaml.safe_dump({"models": [models[n].raw for n in names]}, sort_keys=False)
 
 
+def draw_seed(seed: int, draw: str) -> int:
+    """The seed of one draw: `seed` itself when `draw` is empty, else a seed derived from both
+    (a recurring generate run's `draw` is its run id, so each run samples, captions and renders
+    anew and misses KFP's cache where it should; docs/cluster.md, recurring runs)."""
+    if not draw:
+        return seed
+    import hashlib
+
+    return int(hashlib.sha256(f"{seed}:{draw}".encode()).hexdigest()[:8], 16)
+
+
+def drawn(config: Any, draw: str) -> Any:
+    """A stage configuration with its seed for `draw` (draw_seed)."""
+    import dataclasses
+
+    return dataclasses.replace(config, seed=draw_seed(config.seed, draw)) if draw else config
+
+
 def published_name(name: str, run_id: str, unique: bool) -> str:
     """The store name a generate run publishes under: `<name>-<first 8 of the KFP run id>` when
     `unique` (the cluster default: every run, a recurring one too, publishes anew and never

@@ -11,7 +11,13 @@ from autocomp.pipelines.definitions.components import component
 
 @component("core")
 def sample(
-    specs: str, count: int, seed: int, store: str, reuse: str, concepts: Output[Dataset]
+    specs: str,
+    count: int,
+    seed: int,
+    store: str,
+    reuse: str,
+    concepts: Output[Dataset],
+    draw: str = "",
 ) -> None:
     """Sample the run's concepts, or reuse the concept set of a published benchmark.
 
@@ -21,6 +27,7 @@ def sample(
         seed: the sampling seed
         store: the store that holds `reuse`
         reuse: a published benchmark whose concepts to reuse (empty: sample anew)
+        draw: folded into the seed when given (a recurring run's run id: plan.draw_seed)
 
     Returns:
         concepts: concepts.parquet, one row per concept with its Minimal caption
@@ -28,10 +35,11 @@ def sample(
     import os
 
     from autocomp.config import SampleConfig
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.protocol.stages import reuse_or_sample
 
-    config = SampleConfig(**values("sample", locals()))
+    config = drawn(SampleConfig(**values("sample", locals())), draw)
     os.makedirs(concepts.path, exist_ok=True)
     reuse_or_sample(config, store, reuse, os.path.join(concepts.path, "concepts.parquet"))
 
@@ -46,6 +54,7 @@ def caption(
     fallback: str,
     settings: dict,
     captions: Output[Dataset],
+    draw: str = "",
 ) -> None:
     """Write each concept's Contextual caption with an LLM (checked, 3 tries, paper protocol).
 
@@ -57,6 +66,7 @@ def caption(
         batch_size: concepts per batch
         fallback: minimal (keep the Minimal caption, marked) or empty (drop the concept)
         settings: captioner settings
+        draw: folded into the seed when given (plan.draw_seed)
 
     Returns:
         captions: the caption shards and every attempt
@@ -65,10 +75,11 @@ def caption(
 
     from autocomp.config import CaptionConfig
     from autocomp.generation.caption import caption_stage
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
-    config = CaptionConfig(**values("caption", locals()))
+    config = drawn(CaptionConfig(**values("caption", locals())), draw)
     caption_stage(os.path.join(concepts.path, "concepts.parquet"), captions.path, config)
     ending()  # the process ends next: skip its last full garbage collection
 
@@ -90,6 +101,7 @@ def shard_plan(
     masks: str,
     all_checks: bool,
     work: Output[Dataset],
+    draw: str = "",
 ) -> List[int]:  # noqa: UP006
     """The render/validate shards of the run, and where their work lives in the store.
 
@@ -108,17 +120,20 @@ def shard_plan(
         validate_batch_size: images per validate batch
         masks: sam2 or boxes
         all_checks: run every check on every sample
+        draw: folded into the render seed when given (plan.draw_seed), so each draw's work
+            has its own key
 
     Returns:
         work: location.json: the store and the keys of the run's render and validate work
         Output: the shard numbers, 0 to num_shards - 1
     """
     from autocomp.pipelines.definitions.artifacts import config_from, plan_work
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.store.shards import check_shard_args
 
     given = locals()
-    plan_work(captions.path, store, config_from("render", given), config_from("validate", given),
-              work.path)  # fmt: skip
+    render = drawn(config_from("render", given), draw)
+    plan_work(captions.path, store, render, config_from("validate", given), work.path)
     return check_shard_args(None, num_shards)
 
 
@@ -133,6 +148,7 @@ def render(
     num_shards: int,
     batch_size: int,
     table: Output[Dataset],
+    draw: str = "",
 ) -> None:
     """Render one shard's images into the store, one seed per concept shared by both
     conditions.
@@ -146,16 +162,18 @@ def render(
         shard: this shard's number
         num_shards: the run's shards
         batch_size: images per batch
+        draw: folded into the seed when given (plan.draw_seed)
 
     Returns:
         table: the shard's render table (its images are in the store)
     """
     from autocomp.config import RenderConfig
     from autocomp.pipelines.definitions.artifacts import render_shard
+    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
-    config = RenderConfig(**values("render", locals()))
+    config = drawn(RenderConfig(**values("render", locals())), draw)
     render_shard(captions.path, work.path, config, shard, table.path)
     ending()  # the process ends next: skip its last full garbage collection
 
