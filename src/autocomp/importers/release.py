@@ -50,7 +50,8 @@ from autocomp.protocol.concepts import Concept, concept_id
 from autocomp.protocol.family import Family, load_family
 from autocomp.protocol.stages import family_record
 from autocomp.store.catalog import ids
-from autocomp.store.catalog.schemas import BENCHMARK_FIELDS, RELEASE_SAMPLES_SCHEMA
+from autocomp.store.catalog.schemas import BENCHMARK_FIELDS
+from autocomp.store.catalog.schemas import RELEASE_BENCHMARK_SCHEMA as BENCH_SCHEMA
 from autocomp.store.tables import provenance
 
 FORMAT = "autocomp-release"
@@ -61,11 +62,6 @@ ABOUT = (
     "rebuilt exactly by autocomp (the release's own were not used)."
 )
 BATCH = 256
-BENCH_SCHEMA = pa.schema(
-    [pa.field("source_caption", pa.string()) if f.name == "caption" else f
-     for f in RELEASE_SAMPLES_SCHEMA]
-    + [pa.field(name, kind) for name, kind in BENCHMARK_FIELDS]
-)  # fmt: skip
 
 
 @dataclass

@@ -165,6 +165,13 @@ RELEASE_SAMPLES_SCHEMA = pa.schema(
 """The samples an Auto-Comp release import maps (importers/release.py), before the negatives
 stage rebuilds their candidate sets."""
 
+# an imported release sample with its candidate columns: the release's caption kept as it wrote
+# it (source_caption) beside the benchmark's own columns
+RELEASE_BENCHMARK_SCHEMA = pa.schema(
+    [pa.field("source_caption", pa.string()) if f.name == "caption" else f
+     for f in RELEASE_SAMPLES_SCHEMA]
+    + [pa.field(name, kind) for name, kind in BENCHMARK_FIELDS]
+)  # fmt: skip
 SUGARCREPE_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),  # sugarcrepe-<category>/<item key>
