@@ -5,6 +5,8 @@ each server version, computed from the packages themselves."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 
@@ -15,7 +17,7 @@ from autocomp.pipelines.cluster.compile import PIPELINES
 pytestmark = pytest.mark.slow
 
 COMMON = {
-    "emptyDirMounts", "emptyDirMounts.mountPath", "emptyDirMounts.sizeLimit",
+    "activeDeadlineSeconds", "emptyDirMounts", "emptyDirMounts.mountPath", "emptyDirMounts.sizeLimit",
     "emptyDirMounts.volumeName", "imagePullSecret", "imagePullSecret.secretName",
     "pvcMount", "pvcMount.constant", "pvcMount.mountPath",
     "secretAsEnv", "secretAsEnv.keyToEnv", "secretAsEnv.keyToEnv.envVar",
@@ -145,12 +147,21 @@ def test_each_kubeflow_release_has_its_verdict():
 def test_the_verdict_on_a_server_comes_from_the_package(dist_for):
     generate = _docs(dist_for("2.5.0"), "generate_benchmark")[0]
     refusals, degraded = backends.check_server(generate, (2, 5, 0))
-    assert any("dsl.Collected" in r for r in refusals)  # fan-in needs 2.14 (issue 23: the store)
+    assert refusals == []  # no fan-in through dsl.Collected: curate reads the store
     assert any("only root-DAG tasks are retried" in d and "render, validate" in d for d in degraded)
     new = _docs(dist_for("2.15.0"), "generate_benchmark")[0]
-    refusals, degraded = backends.check_server(new, (2, 15, 0))
-    assert refusals == [backends.check_server(new, (2, 15, 0))[0][0]] and "#13239" in refusals[0]
+    assert backends.check_server(new, (2, 15, 0)) == ([], [])
     assert backends.check_server(new, (2, 17, 0)) == ([], [])
+    # a package that fans in with Collected (from the named loop `shards`) is refused before 2.16
+    collecting = copy.deepcopy(new)
+    step = next(c for c in collecting["components"].values() if "executorLabel" in c)
+    step.setdefault("inputDefinitions", {}).setdefault("artifacts", {})["gathered"] = {
+        "artifactType": {"schemaTitle": "system.Dataset"}, "isArtifactList": True}  # fmt: skip
+    refusals, _ = backends.check_server(collecting, (2, 15, 0))
+    assert len(refusals) == 1 and "#13239" in refusals[0] and "(shards)" in refusals[0]
+    refusals, _ = backends.check_server(collecting, (2, 5, 0))
+    assert any("dsl.Collected" in r for r in refusals)
+    assert backends.check_server(collecting, (2, 16, 0)) == ([], [])
     assert "not verified" in backends.check_server(new, (2, 18, 0))[1][0]
     refusals, _ = backends.check_server(new, (2, 14, 3))
     assert "compiled for KFP 2.15.0 and later, the server is 2.14.3" in refusals[0]

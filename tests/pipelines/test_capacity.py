@@ -63,8 +63,8 @@ def compiled_sizes(folder: Path) -> dict[tuple[str, str], dict[str, float]]:
                 step = step.replace("_", "-", 1)  # score classes keep their names
             resources = executor["container"]["resources"]
             memory = _bytes(resources.get("resourceMemoryLimit") or resources["memoryLimit"])
-            volumes = platform.get(label, {}).get("genericEphemeralVolume", [])
-            disk = sum(_bytes(v["size"]) for v in volumes)
+            volumes = platform.get(label, {}).get("emptyDirMounts", [])
+            disk = sum(_bytes(v["sizeLimit"]) for v in volumes)
             timeout = float(platform.get(label, {}).get("activeDeadlineSeconds", 0))
             got = {"memory": memory, "disk": disk, "timeout": timeout}
             known = sizes.setdefault((pipeline, step), got)

@@ -129,9 +129,9 @@ def test_the_version_comes_from_the_install_configmap_when_healthz_says_unknown(
         assert "the server's KFP version is unknown" in capsys.readouterr().err
         assert main(_verb("submit", api, dist, "--kfp-version", "2.17.0", *run)) == 0
         monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "config")))
-        kube.add("kubeflow", "configmaps", "pipeline-install-config", data={"appVersion": "2.15.0"})
-        assert main(_verb("submit", api, dist, *run)) == 2  # 2.15: Collected from named loops
-        assert "needs KFP 2.16.0" in capsys.readouterr().err and len(api.runs) == 1
+        kube.add("kubeflow", "configmaps", "pipeline-install-config", data={"appVersion": "2.14.3"})
+        assert main(_verb("submit", api, dist, *run)) == 2  # compiled for 2.15+
+        assert "the server is 2.14.3" in capsys.readouterr().err and len(api.runs) == 1
     finally:
         api.close()
         kube.close()

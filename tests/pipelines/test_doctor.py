@@ -102,8 +102,8 @@ def test_doctor_passes_a_ready_installation(dists, tmp_path, no_kubeconfig, caps
         ("2.5.0", [], "FAIL backend generate_benchmark: the package was compiled for KFP 2.15.0 "
          "and later, the server is 2.5.0; recompile: `autocomp compile --backend 2.5.0`"),
         ("unknown", [], "FAIL kfp: "),
-        ("unknown", ["--kfp-version", "2.15.0"], "FAIL backend generate_benchmark: "
-         "dsl.Collected from a ParallelFor with a name (shards) needs KFP 2.16.0"),
+        ("unknown", ["--kfp-version", "2.14.3"], "FAIL backend generate_benchmark: the package "
+         "was compiled for KFP 2.15.0 and later, the server is 2.14.3"),
     ],
 )  # fmt: skip
 def test_doctor_refuses_a_backend_the_package_cannot_run_on(
@@ -131,8 +131,7 @@ def test_a_package_for_an_older_backend_says_what_runs_degraded(dists, no_kubeco
     finally:
         api.close()
     out = capsys.readouterr().out
-    # fan-in through dsl.Collected needs 2.14 (until the store carries it: issue 23)
-    assert "FAIL backend generate_benchmark: fan-in of a loop's outputs with dsl.Collected" in out
+    assert "dsl.Collected" not in out  # no fan-in through it: curate reads the store
     assert "only root-DAG tasks are retried" in out and "render, validate" in out
 
 

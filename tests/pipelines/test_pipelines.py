@@ -154,7 +154,7 @@ def test_steps_that_hold_data_or_weights_get_an_empty_dir_scratch_with_a_size_li
                spec["deploymentSpec"]["executors"][label]["container"]["env"]}  # fmt: skip
         assert env["TMPDIR"] == "/scratch"
     assert int(volume["sizeLimit"].removesuffix("Gi")) < 10  # not the image set
-    for step in ("shard-plan", "sample", "curate"):
+    for step in ("shard-plan", "sample"):
         assert "emptyDirMounts" not in platform.get(_executor(spec, step), {})
     for name in PIPELINES:  # no step anywhere gets a generic ephemeral volume
         assert "genericEphemeralVolume" not in (compiled / f"{name}.yaml").read_text()
