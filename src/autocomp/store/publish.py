@@ -84,9 +84,9 @@ def _embed(table: pa.Table, images_root: Path) -> pa.Table:
             path = resolve_inside(images_root, ref)
             values.append({"bytes": path.read_bytes(), "path": ref})
         except OutsideRoot as exc:
-            raise UsageError("--images", ref, f"refused: {exc}; fix the table") from None
+            raise UsageError("images", ref, f"refused: {exc}; fix the table") from None
         except OSError as exc:
-            raise UsageError("--images", ref, f"cannot be read ({exc.strerror})") from exc
+            raise UsageError("images", ref, f"cannot be read ({exc.strerror})") from exc
     index = table.schema.get_field_index("image")
     return table.set_column(index, pa.field("image", IMAGE_TYPE), pa.array(values, IMAGE_TYPE))
 
@@ -165,12 +165,12 @@ def build_dataset(
     """Write the publishable folder (see the module doc); return it."""
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
-    source = open_parquet(benchmark, "--benchmark")
+    source = open_parquet(benchmark, "benchmark")
     meta = read_metadata(benchmark)
     table = source.read()
     if "image" not in table.column_names:
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(benchmark),
             "has no image column; build it from a curated table (autocomp curate)",
         )
@@ -217,7 +217,7 @@ def published_names(store_uri: str) -> list[str]:
     return sorted(n.removeprefix(prefix) for n in found if "/" not in n.removeprefix(prefix))
 
 
-def check_published(store_uri: str, name: str, option: str = "--benchmark") -> dict[str, Any]:
+def check_published(store_uri: str, name: str, option: str = "benchmark") -> dict[str, Any]:
     """The manifest of benchmarks/<name>; a name that is not there is a usage error that lists
     what the store holds."""
     if not name or name.strip("/") != name or any(p in ("", ".", "..") for p in name.split("/")):

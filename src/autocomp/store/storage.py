@@ -192,7 +192,7 @@ class S3Store:
         if not endpoint or missing:
             what = ENDPOINT_ENV if not endpoint else ", ".join(missing)
             raise UsageError(
-                "--store",
+                "store",
                 uri,
                 f"set {what} in the environment (on the cluster: the "
                 "autocomp-s3 Secret) to use an S3 store",
@@ -362,10 +362,10 @@ def open_store(uri: str | Path, **options: Any) -> Store:
     parsed = urlparse(text)
     if parsed.scheme == "s3":
         if not parsed.netloc:
-            raise UsageError("--store", text, "must name a bucket: s3://bucket/prefix")
+            raise UsageError("store", text, "must name a bucket: s3://bucket/prefix")
         return S3Store(text, **options)
     if parsed.scheme == "file":
         return LocalStore(parsed.path)
     if parsed.scheme and len(parsed.scheme) > 1:
-        raise UsageError("--store", text, "must be a folder, file:///folder or s3://bucket/prefix")
+        raise UsageError("store", text, "must be a folder, file:///folder or s3://bucket/prefix")
     return LocalStore(text)

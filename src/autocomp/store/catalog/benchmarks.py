@@ -74,7 +74,7 @@ class Benchmark:
 
     def read(self, columns: list[str]) -> pa.Table:
         """Some columns of every row (a damaged part is a usage error naming it)."""
-        tables = [read_rows(open_parquet(f, "--benchmark"), f, "--benchmark", columns)
+        tables = [read_rows(open_parquet(f, "benchmark"), f, "benchmark", columns)
                   for f in self.files]  # fmt: skip
         return pa.concat_tables(tables)
 
@@ -85,7 +85,7 @@ def _parts(folder: Path) -> list[Path]:
     files = files or sorted(folder.glob("*.parquet"))
     if not files:
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(folder),
             "is a folder without Parquet parts (neither data/*.parquet nor *.parquet); give a "
             "benchmark table, a published benchmark folder or a folder of *.parquet parts",
@@ -94,9 +94,9 @@ def _parts(folder: Path) -> list[Path]:
 
 
 def _same_schema(folder: Path, files: list[Path]) -> pa.Schema:
-    first = open_parquet(files[0], "--benchmark").schema_arrow.remove_metadata()
+    first = open_parquet(files[0], "benchmark").schema_arrow.remove_metadata()
     for path in files[1:]:
-        schema = open_parquet(path, "--benchmark").schema_arrow.remove_metadata()
+        schema = open_parquet(path, "benchmark").schema_arrow.remove_metadata()
         if schema.equals(first):
             continue
         names, other = set(first.names), set(schema.names)
@@ -109,7 +109,7 @@ def _same_schema(folder: Path, files: list[Path]) -> pa.Schema:
                 f"column {column} is {schema.field(column).type}, not {first.field(column).type}"
             )
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(folder),
             f"mixes schemas: {path.name} and {files[0].name}: {problem}; keep the parts of one "
             "benchmark in a folder",
@@ -123,16 +123,16 @@ def open_benchmark(path: str | Path) -> Benchmark:
     if path.is_dir():
         files = _parts(path)
         schema = _same_schema(path, files)
-        rows = sum(open_parquet(f, "--benchmark").metadata.num_rows for f in files)
+        rows = sum(open_parquet(f, "benchmark").metadata.num_rows for f in files)
         return Benchmark(path, tuple(files), schema, rows)
     if not path.exists() and path.suffix != ".parquet" and "/" not in str(path):
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(path),
             "no such table or folder; to score a published benchmark by name, give its store "
             "with --store URI",
         )
-    source = open_parquet(path, "--benchmark")
+    source = open_parquet(path, "benchmark")
     return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows)
 
 
