@@ -135,7 +135,7 @@ class Renderer:
             else:
                 self.pipe = pipeline_class.from_pretrained(entry.source(), dtype=dtype)
         except (OSError, ValueError) as exc:
-            raise weights_error("--renderer", entry, exc) from exc
+            raise weights_error("renderer", entry, exc) from exc
         self.pipe = self.pipe.to(self.device)
         self.pipe.set_progress_bar_config(disable=True)
 
@@ -183,7 +183,7 @@ def check_config(config: RenderConfig) -> GenerationModel:
     check_settings(entry, config.settings)
     check_shard_args(None, config.num_shards)
     if config.batch_size < 1:
-        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+        raise UsageError("batch_size", config.batch_size, "must be at least 1")
     check_device(config.device)
     return entry
 
@@ -200,7 +200,7 @@ def render_stage(
     entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
     folder = prepare_folder(out)
-    table, _ = read_stage(captions, "captions", "--captions")
+    table, _ = read_stage(captions, "captions", "captions")
     require_columns(
         captions,
         table.schema,
@@ -212,7 +212,7 @@ def render_stage(
         "renderer": entry.record(config.settings),
         "seed": config.seed,
         "num_shards": config.num_shards,
-        "input_sha256": input_digest(captions, "captions", "--captions"),
+        "input_sha256": input_digest(captions, "captions", "captions"),
     }
     todo = unfinished(folder, "render", shards, config.num_shards, record)
     summary = {"images": 0, "reused": 0, "skipped_shards": len(shards) - len(todo)}
