@@ -69,9 +69,9 @@ def collect_stage(study_dir: str | Path, out: str | Path) -> dict[str, Any]:
     study = Study(study_dir)
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder (RUN/human/)")
+        raise UsageError("out", str(out), "is a file; give a folder (RUN/human/)")
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
     (out / "questions").mkdir(parents=True, exist_ok=True)
     human, questions = collected_rows(study)
     summary: dict[str, Any] = {}

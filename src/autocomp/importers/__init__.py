@@ -41,7 +41,7 @@ def import_benchmark(
     """Import `source` in format `fmt` as the benchmark folder `out`; return the report."""
     known = formats()
     if fmt not in known:
-        raise UsageError("FORMAT", fmt, f"must be one of {', '.join(sorted(known))}")
+        raise UsageError("fmt", fmt, f"must be one of {', '.join(sorted(known))}")
     if config.protocol not in PROTOCOLS:
-        raise UsageError("--protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
+        raise UsageError("protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
     return known[fmt](source, out, images, config)

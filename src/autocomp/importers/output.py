@@ -45,14 +45,14 @@ def check_out(out: str | Path, force: bool) -> Path:
     and it does not exist yet (unless `force`)."""
     out = Path(out)
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist; create it first")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist; create it first")
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder path for the benchmark")
+        raise UsageError("out", str(out), "is a file; give a folder path for the benchmark")
     if out.exists() and not force:
         raise UsageError(
-            "--out", str(out), "exists; choose a new folder, or pass --force to replace it"
+            "out", str(out), "exists; choose a new folder, or pass --force to replace it"
         )
-    check_writable(out.parent, "--out", out)
+    check_writable(out.parent, "out", out)
     sweep_stale(out.parent)
     return out
 
@@ -62,7 +62,7 @@ def building(out: Path) -> contextlib.AbstractContextManager[Path]:
     return atomic_folder(out, replace=True)
 
 
-def read_image(root: Path | None, ref: str, option: str = "--images") -> bytes:
+def read_image(root: Path | None, ref: str, option: str = "images") -> bytes:
     """The bytes of image `ref` under `root`; MissingImage if it is not there, UsageError if the
     reference leaves the root or the file is not an image."""
     if root is None:

@@ -79,7 +79,7 @@ def label_column(source: TableSource) -> str:
     found = [c for c in FAMILIES if c in source.schema.names]
     if len(found) != 1:
         what = "both colors and relations" if found else "neither colors nor relations"
-        raise UsageError("--source", str(source.path), f"has {what}; {HINT}")
+        raise UsageError("source", str(source.path), f"has {what}; {HINT}")
     return found[0]
 
 
@@ -149,7 +149,7 @@ def _missing(value: Any, root: Path | None) -> str | None:
     try:
         path = resolve_inside(root, value)
     except OutsideRoot as exc:
-        raise UsageError("--images", value, f"refused: {exc}; fix the source") from None
+        raise UsageError("images", value, f"refused: {exc}; fix the source") from None
     return None if path.is_file() else str(path)
 
 
@@ -215,7 +215,7 @@ class _Reader:
         if missing[image_column] is not None:
             if not self.config.skip_missing:
                 raise UsageError(
-                    "--source", f"row {index} {image_column}",
+                    "source", f"row {index} {image_column}",
                     f"the image is missing ({missing[image_column]}); restore it, or pass "
                     "--skip-missing to drop and count such samples",
                 )  # fmt: skip
@@ -320,7 +320,7 @@ def import_release(
     source.require(COLUMNS, HINT)
     root = Path(images) if images is not None else None
     if root is not None and not root.is_dir():
-        raise UsageError("--images", str(root), "is not a folder; give the release's image folder")
+        raise UsageError("images", str(root), "is not a folder; give the release's image folder")
     family = load_family(FAMILIES[labels_column])
     mapping, tally = _Mapping(family), Tally()
     samples = _samples(source, _Reader(family, labels_column, config, mapping, tally), root)
@@ -328,7 +328,7 @@ def import_release(
     if not samples:
         reasons = {**tally.rows_dropped, **tally.samples_dropped}
         top = ", ".join(f"{k}: {v}" for k, v in Counter(reasons).most_common(3)) or "no rows"
-        raise UsageError("--source", str(source.path), f"no sample could be imported ({top})")
+        raise UsageError("source", str(source.path), f"no sample could be imported ({top})")
     with output.building(out) as folder, tempfile.TemporaryDirectory(dir=folder) as work:
         concepts = Path(work) / "samples.parquet"
         pq.write_table(pa.Table.from_pylist(samples, RELEASE_SAMPLES_SCHEMA), concepts)

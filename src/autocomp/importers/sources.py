@@ -42,14 +42,14 @@ class TableSource:
             except (OSError, pa.ArrowException) as exc:
                 problem = " ".join(str(exc).split())[:160]
                 raise UsageError(
-                    "--source", str(file), f"holds damaged data ({problem}); download it again"
+                    "source", str(file), f"holds damaged data ({problem}); download it again"
                 ) from None
 
     def require(self, columns: Sequence[str], hint: str) -> None:
         missing = [c for c in columns if c not in self.schema.names]
         if missing:
             raise UsageError(
-                "--source", str(self.path), f"missing column(s) {', '.join(missing)}; {hint}"
+                "source", str(self.path), f"missing column(s) {', '.join(missing)}; {hint}"
             )
 
 
@@ -69,7 +69,7 @@ def _arrow_files(folder: Path) -> list[Path]:
             names = [f["filename"] for f in json.loads(state.read_text())["_data_files"]]
         except (OSError, ValueError, KeyError, TypeError):
             raise UsageError(
-                "--source", str(state), "is not a datasets state.json; save the dataset again"
+                "source", str(state), "is not a datasets state.json; save the dataset again"
             ) from None
         return [folder / name for name in names]
     return sorted(folder.glob("*.arrow"))
@@ -83,14 +83,14 @@ def _schema(file: Path, kind: str) -> pa.Schema:
             return pa.ipc.open_stream(stream).schema
     except (OSError, pa.ArrowException) as exc:
         fix = f"is not a readable {kind} file ({' '.join(str(exc).split())[:120]})"
-        raise UsageError("--source", str(file), fix) from None
+        raise UsageError("source", str(file), fix) from None
 
 
 def open_source(path: str | Path) -> TableSource:
     """The source at `path`, its files checked to share one schema (UsageError if not)."""
     path = Path(path)
     if not path.exists():
-        raise UsageError("--source", str(path), "no such file or folder")
+        raise UsageError("source", str(path), "no such file or folder")
     if path.is_file():
         kind = "arrow" if path.suffix == ".arrow" else "parquet"
         files = [path]
@@ -100,11 +100,11 @@ def open_source(path: str | Path) -> TableSource:
         if not files:
             files, kind = _arrow_files(path), "arrow"
         if not files:
-            raise UsageError("--source", str(path), "holds no .parquet or datasets .arrow files")
+            raise UsageError("source", str(path), "holds no .parquet or datasets .arrow files")
     schemas = [_schema(f, kind) for f in files]
     for file, schema in zip(files[1:], schemas[1:]):
         if schema.names != schemas[0].names:
             raise UsageError(
-                "--source", str(file), f"has other columns than {files[0].name}; give one release"
+                "source", str(file), f"has other columns than {files[0].name}; give one release"
             )
     return TableSource(path, tuple(files), kind, schemas[0])

@@ -52,14 +52,14 @@ ABOUT = (
 def source_files(source: Path) -> list[Path]:
     """The category files of a source (one .json file, or the .json files of a folder)."""
     if not source.exists():
-        raise UsageError("--source", str(source), "no such file or folder")
+        raise UsageError("source", str(source), "no such file or folder")
     files = sorted(source.glob("*.json")) if source.is_dir() else [source]
     if not files:
-        raise UsageError("--source", str(source), "holds no .json files; give SugarCrepe's")
+        raise UsageError("source", str(source), "holds no .json files; give SugarCrepe's")
     for file in files:
         if not CATEGORY.fullmatch(file.stem):
             raise UsageError(
-                "--source", str(file), "the category (file name) may hold letters, digits and _"
+                "source", str(file), "the category (file name) may hold letters, digits and _"
             )
     return files
 
@@ -69,10 +69,10 @@ def read_items(file: Path) -> dict[str, dict[str, str]]:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise UsageError("--source", str(file), f"is not valid JSON ({exc})") from None
+        raise UsageError("source", str(file), f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or not data:
         raise UsageError(
-            "--source", str(file), "must be a non-empty JSON object: id -> {filename, caption, "
+            "source", str(file), "must be a non-empty JSON object: id -> {filename, caption, "
             "negative_caption}",
         )  # fmt: skip
     for key, item in data.items():
@@ -81,7 +81,7 @@ def read_items(file: Path) -> dict[str, dict[str, str]]:
         ]
         if missing:
             raise UsageError(
-                "--source", f"{file.name} item {key}", f"needs string field(s) {', '.join(missing)}"
+                "source", f"{file.name} item {key}", f"needs string field(s) {', '.join(missing)}"
             )
     return data
 
@@ -116,11 +116,11 @@ def _rows(
             try:
                 path = resolve_inside(root, item["filename"])
             except OutsideRoot as exc:
-                raise UsageError("--images", item["filename"], f"refused: {exc}") from None
+                raise UsageError("images", item["filename"], f"refused: {exc}") from None
             if not path.is_file():
                 if not config.skip_missing:
                     raise UsageError(
-                        "--images", str(path), f"is missing ({file.name} item {key}); give the "
+                        "images", str(path), f"is missing ({file.name} item {key}); give the "
                         "COCO val2017 folder, or pass --skip-missing to drop and count such items",
                     )  # fmt: skip
                 dropped[f"{category}: image missing"] += 1
@@ -149,12 +149,12 @@ def import_sugarcrepe(
     out = output.check_out(out, config.force)
     files = source_files(Path(source))
     if images is None or not Path(images).is_dir():
-        raise UsageError("--images", images, "give the COCO val2017 folder SugarCrepe's items name")
+        raise UsageError("images", images, "give the COCO val2017 folder SugarCrepe's items name")
     root = Path(images)
     dropped: Counter = Counter()
     rows = _rows(files, root, config, dropped)
     if not rows:
-        raise UsageError("--source", str(source), f"no item could be imported ({dict(dropped)})")
+        raise UsageError("source", str(source), f"no item could be imported ({dict(dropped)})")
     per_category = Counter(r["category"] for r in rows)
     report = {
         "format": FORMAT, "source": str(source), "files": [f.name for f in files],
