@@ -48,7 +48,7 @@ def connect(endpoint: Endpoint | str) -> Any:
     if isinstance(endpoint, str):
         endpoint = Endpoint(endpoint)
     if endpoint.ca_cert and not Path(endpoint.ca_cert).is_file():
-        raise UsageError("--ca-cert", endpoint.ca_cert, "no such file; give the CA bundle (PEM)")
+        raise UsageError("ca_cert", endpoint.ca_cert, "no such file; give the CA bundle (PEM)")
     _probe(endpoint)
     try:
         with warnings.catch_warnings():  # "only works with KFP v2.0.0-beta.2 and later": known
@@ -62,7 +62,7 @@ def connect(endpoint: Endpoint | str) -> Any:
             )
     except Exception as exc:  # the client raises plain exceptions for unreachable hosts
         raise UsageError(
-            "--host",
+            "host",
             endpoint.host,
             f"no KFP API answers there ({type(exc).__name__}: {str(exc)[:120]})",
         ) from exc
@@ -90,11 +90,11 @@ def _probe(endpoint: Endpoint) -> None:
         )
     except urllib3.exceptions.HTTPError as exc:
         raise UsageError(
-            "--host", endpoint.host, f"no KFP API answers there ({type(exc).__name__}: {exc})"
+            "host", endpoint.host, f"no KFP API answers there ({type(exc).__name__}: {exc})"
         ) from None
     if answer.status in (302, 401, 403):  # 302: a login page (Dex, oauth2-proxy)
         raise UsageError(
-            "--host",
+            "host",
             endpoint.host,
             f"the KFP API refused access (HTTP {answer.status}: "
             f"{answer.data[:120].decode(errors='replace')}); log in and pass the session cookie "
@@ -112,9 +112,9 @@ def api_errors(host: str) -> Iterator[None]:
     try:
         yield
     except ApiException as exc:
-        raise UsageError("--host", host, f"the KFP API refused it ({api_message(exc)})") from None
+        raise UsageError("host", host, f"the KFP API refused it ({api_message(exc)})") from None
     except HTTPError as exc:
-        raise UsageError("--host", host, f"the KFP API stopped answering ({exc})") from None
+        raise UsageError("host", host, f"the KFP API stopped answering ({exc})") from None
 
 
 def api_message(exc: BaseException) -> str:
@@ -142,16 +142,16 @@ def load_package(pipeline: str, package: Path) -> dict[str, Any]:
 
     if not package.is_file():
         raise UsageError(
-            "--dist", str(package), "no compiled pipeline there; run `autocomp compile`"
+            "package", str(package), "no compiled pipeline there; run `autocomp compile`"
         )
     try:
         spec = next(yaml.safe_load_all(package.read_text(encoding="utf-8")))
     except (yaml.YAMLError, UnicodeDecodeError, StopIteration) as exc:
-        raise UsageError("--dist", str(package), f"is not a compiled pipeline ({exc})") from None
+        raise UsageError("package", str(package), f"is not a compiled pipeline ({exc})") from None
     name = (spec or {}).get("pipelineInfo", {}).get("name") if isinstance(spec, dict) else None
     if name != DISPLAY_NAMES[pipeline]:
         raise UsageError(
-            "--dist", str(package), f"is not the {pipeline} pipeline (it is {name!r}); recompile"
+            "package", str(package), f"is not the {pipeline} pipeline (it is {name!r}); recompile"
         )
     return spec
 
@@ -201,21 +201,21 @@ def typed_params(pipeline: str, items: list[str], spec: dict[str, Any]) -> dict[
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise UsageError("--param", item, "must look like name=value (e.g. renderer=flux-dev)")
+            raise UsageError("params", item, "must look like name=value (e.g. renderer=flux-dev)")
         if key not in definitions:
             known = ", ".join(sorted(definitions))
-            raise UsageError("--param", item, f"{pipeline} has no parameter {key}; known: {known}")
+            raise UsageError("params", item, f"{pipeline} has no parameter {key}; known: {known}")
         if key in params:
-            raise UsageError("--param", item, f"{key} is given twice; give it once")
+            raise UsageError("params", item, f"{key} is given twice; give it once")
         kind = definitions[key]["parameterType"]
         try:
             params[key] = _typed(raw, kind)
         except ValueError:
-            raise UsageError("--param", item, f"{key} must be {_KINDS[kind]}") from None
+            raise UsageError("params", item, f"{key} must be {_KINDS[kind]}") from None
     missing = [k for k, d in definitions.items() if k not in params and _required(d)]
     if missing:
         raise UsageError(
-            "--param", None, f"{pipeline} needs {', '.join(f'{m}=...' for m in missing)}"
+            "params", None, f"{pipeline} needs {', '.join(f'{m}=...' for m in missing)}"
         )
     return params
 
@@ -241,7 +241,7 @@ def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) ->
     if set(definitions) != table:
         odd = sorted(set(definitions) ^ table)[0]
         raise UsageError(
-            "--dist", pipeline, f"was compiled by another autocomp version (parameter {odd}); "
+            "package", pipeline, f"was compiled by another autocomp version (parameter {odd}); "
             "run `autocomp compile` again",
         )  # fmt: skip
     defaults = {k: _default(d) for k, d in definitions.items() if "defaultValue" in d}
@@ -316,10 +316,10 @@ def pinned_version(client: Any, pipeline: str, package: Path) -> tuple[str, str]
     """(pipeline id, version id) of the uploaded version whose content is `package`."""
     pipeline_id, found = _find_version(client, pipeline, package)
     if pipeline_id is None:
-        raise UsageError("--pipeline", pipeline, "is not uploaded there; run `autocomp upload`")
+        raise UsageError("pipeline", pipeline, "is not uploaded there; run `autocomp upload`")
     if found is None:
         raise UsageError(
-            "--dist",
+            "package",
             str(package),
             f"its version {version_name(package)} is not uploaded there (the server has other "
             "versions); run `autocomp upload` first, or point --dist at the uploaded package",
@@ -339,16 +339,16 @@ def check_schedule(cron: str, max_concurrency: int, params: dict[str, Any]) -> N
     least 1, and run-unique names (each run would skip over the last one's benchmark)."""
     if len(cron.split()) != 6:
         raise UsageError(
-            "--cron",
+            "cron",
             cron,
             "KFP cron has 6 fields: second minute hour day month "
             "weekday (e.g. '0 0 3 * * 1' = Mondays 03:00)",
         )
     if max_concurrency < 1:
-        raise UsageError("--max-concurrency", max_concurrency, "must be at least 1")
+        raise UsageError("max_concurrency", max_concurrency, "must be at least 1")
     if params.get("unique_name") is False:
         raise UsageError(
-            "--param",
+            "params",
             "unique_name=false",
             "a recurring run must publish under run-unique names (each run would skip over the "
             "last one's benchmark); leave unique_name at its default",
@@ -388,9 +388,7 @@ def schedule(
             enabled=True,
         )
     except ApiException as exc:
-        raise UsageError(
-            "--param", params, f"the KFP API refused it ({api_message(exc)})"
-        ) from None
+        raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
     return made.recurring_run_id
 
 
@@ -418,7 +416,5 @@ def submit(
             version_id=version_id,
         )
     except ApiException as exc:
-        raise UsageError(
-            "--param", params, f"the KFP API refused it ({api_message(exc)})"
-        ) from None
+        raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
     return run.run_id
