@@ -4,12 +4,12 @@ Library errors (autocomp.errors.UsageError) name a configuration field or functi
 (`limit`, `batch_size`, `models`), so a Python caller and a pipeline user read the names they
 wrote. The CLI prints the same error with the flag: the default rule is `--` + the name with
 `_` as `-` (`batch_size` -> `--batch-size`); FLAGS lists the names the CLI spells otherwise
-(`models` -> `--model`). Only the leading name is mapped (`input_path row 3 (c-12)` ->
-`--input row 3 (c-12)`; `caption.engine` -> `--engine`), and only to a flag the verb has:
-anything else (a file, a row) is printed as the library wrote it. No verb spells a name
-differently from the others today; the one verb-dependent reading is a pipeline parameter's
-error (a ParameterError): `autocomp run` maps it to its flag (`count` -> `--count`), while
-`submit` and `schedule`, whose user typed `--param count=0`, print the parameter's name.
+(`models` -> `--model`), VERB_FLAGS those one verb spells its own way. Only the leading name
+is mapped (`input_path row 3 (c-12)` -> `--input row 3 (c-12)`; `caption.engine` ->
+`--engine`), and only to a flag the verb has: anything else (a file, a row) is printed as the
+library wrote it. A pipeline parameter's error (a ParameterError) reads by verb too:
+`autocomp run` maps it to its flag (`count` -> `--count`), while `submit` and `schedule`,
+whose user typed `--param count=0`, print the parameter's name.
 """
 
 from __future__ import annotations
@@ -31,33 +31,37 @@ FLAGS: dict[str, str] = {  # library name -> how every verb spells it
     "fmt": "FORMAT",  # import_benchmark(fmt, ...): the positional FORMAT
     "study_dir": "STUDY",  # the audit study folder: the positional STUDY
 }
+VERB_FLAGS: dict[str, dict[str, str]] = {  # verb -> its own spellings, over FLAGS
+    "finetune-report": {"folders": "--runs"},  # analysis.finetune.write_report(folders, ...)
+}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
-def flag(name: str) -> str:
-    """The flag (or positional) the CLI spells the library name `name` with; a name qualified
+def flag(verb: str, name: str) -> str:
+    """The flag (or positional) `verb` spells the library name `name` with; a name qualified
     by its stage (`caption.engine`) is spelled as its field."""
     field = name.rpartition(".")[2]
-    return FLAGS.get(name) or FLAGS.get(field) or "--" + field.replace("_", "-")
+    spelled = {**FLAGS, **VERB_FLAGS.get(verb, {})}
+    return spelled.get(name) or spelled.get(field) or "--" + field.replace("_", "-")
 
 
-def cli_what(what: str, known: Collection[str]) -> str:
-    """`what` as a CLI user reads it: its leading library name as the verb's flag, where the
-    verb has that flag (`known`: the verb's flags and positional names, `verb_names`)."""
+def cli_what(verb: str, what: str, known: Collection[str]) -> str:
+    """`what` as the user of `verb` reads it: its leading library name as the verb's flag,
+    where the verb has that flag (`known`: the verb's flags and positional names, verb_names)."""
     match = _NAME.match(what)
     if match is None:
         return what
-    spelled = flag(match[0])
+    spelled = flag(verb, match[0])
     return spelled + what[match.end() :] if spelled in known else what
 
 
-def cli_message(exc: UsageError, known: Collection[str]) -> str:
-    """The error line of a UsageError (`what: value: fix`) for the verb whose flags and
+def cli_message(verb: str, exc: UsageError, known: Collection[str]) -> str:
+    """The error line of a UsageError (`what: value: fix`) for `verb`, whose flags and
     positional names are `known`. A pipeline parameter's error in a verb that takes `--param`
     keeps the parameter's name, as the user typed it there (`--param count=0` -> `count`)."""
     what = exc.what
     if not (isinstance(exc, ParameterError) and "--param" in known):
-        what = cli_what(what, known)
+        what = cli_what(verb, what, known)
     return f"{what}: {exc.value!r}: {exc.fix}"
 
 

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.run(args)
     except UsageError as exc:  # named in the library's words: printed with the flags typed
-        message = flags.cli_message(exc, flags.verb_names(parser, words))
+        message = flags.cli_message(verb, exc, flags.verb_names(parser, words))
         print(f"autocomp {verb}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
