@@ -356,12 +356,14 @@ def assemble_run(store: Any, name: str, run: Path, option: str = "name") -> Path
 
 
 def report_from_store(
-    store: str, name: str, out: str | Path, seed: int = 0, compare: list[str] | None = None
+    store: str, name: str | None, out: str | Path, seed: int = 0, compare: list[str] | None = None
 ) -> dict[str, Any]:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
     from autocomp.store.storage import open_store
 
+    if not name:
+        raise UsageError("name", None, "give the benchmark name in the store")
     compare = list(compare or [])
     if len(set(compare)) != len(compare) or name in compare:
         raise UsageError("compare", compare, "benchmark names must differ from --name and "
