@@ -7,117 +7,58 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
-from autocomp.errors import UsageError
 from autocomp.pipelines.plumbing import PIPELINES
 
 
 def _compile(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.compile import compile_all
-    from autocomp.store.shards import prepare_folder
-
-    prepare_folder(args.out)
 
     for name, path in compile_all(args.out).items():
         print(f"compiled {name} -> {path}")
 
 
-def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
-    import os
-
-    from autocomp.pipelines.cluster.client import Endpoint
-
-    host = args.host or os.environ.get("KFP_HOST")
-    if not host:
-        raise UsageError("--host", None, "give the KFP API endpoint (or set KFP_HOST)")
-    return Endpoint(
-        host=host,
-        token=os.environ.get(args.token_env) if args.token_env else None,
-        cookies=args.cookies or os.environ.get("KFP_COOKIES"),
-        ca_cert=args.ca_cert,
-        namespace=args.namespace,
-    )
+def _where(args: argparse.Namespace) -> dict[str, Any]:
+    """The endpoint flags (autocomp.pipelines.cluster.client.endpoint_from's arguments)."""
+    return {"host": args.host, "token_env": args.token_env, "cookies": args.cookies,
+            "ca_cert": args.ca_cert, "namespace": args.namespace}  # fmt: skip
 
 
 def _upload(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import (
-        DISPLAY_NAMES,
-        api_errors,
-        connect,
-        load_package,
-        upload,
-    )
+    from autocomp.pipelines.cluster.client import upload_all
 
-    names = [args.pipeline] if args.pipeline else list(DISPLAY_NAMES)
-    packages = {name: Path(args.dist) / f"{name}.yaml" for name in names}
-    for name, package in packages.items():  # every package is checked before any upload
-        load_package(name, package)
-    endpoint = _endpoint(args)
-    client = connect(endpoint)
-    for name, package in packages.items():
-        with api_errors(endpoint.host):
-            done = upload(client, name, package)
-        print(
-            f"{name}: {done['action']} (pipeline {done['pipeline_id']}, version {done['version']})"
-        )
+    def done(name: str, result: dict[str, str]) -> None:
+        print(f"{name}: {result['action']} (pipeline {result['pipeline_id']}, "
+              f"version {result['version']})")  # fmt: skip
 
-
-def _checked_params(args: argparse.Namespace) -> tuple[Path, dict]:
-    """The --param values typed by the package and checked as a whole, before any request."""
-    from autocomp.pipelines.cluster.client import check_params, load_package, typed_params
-
-    package = Path(args.dist) / f"{args.pipeline}.yaml"
-    spec = load_package(args.pipeline, package)
-    return package, check_params(args.pipeline, typed_params(args.pipeline, args.param, spec), spec)
+    upload_all(args.dist, args.pipeline, done, **_where(args))
 
 
 def _schedule(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import api_errors, check_schedule, connect, schedule
+    from autocomp.pipelines.cluster.client import schedule_package
 
-    check_schedule(args.cron, args.max_concurrency, {})
-    package, params = _checked_params(args)
-    check_schedule(args.cron, args.max_concurrency, params)
-    endpoint = _endpoint(args)
-    with api_errors(endpoint.host):
-        run_id = schedule(
-            connect(endpoint),
-            args.pipeline,
-            package,
-            args.name,
-            args.cron,
-            params,
-            args.experiment,
-            args.max_concurrency,
-            catchup=args.catchup,
-            namespace=args.namespace,
-        )
+    run_id = schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
+                              args.experiment, args.max_concurrency, args.catchup,
+                              **_where(args))  # fmt: skip
     print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import api_errors, connect, submit
+    from autocomp.pipelines.cluster.client import submit_package
 
-    package, params = _checked_params(args)
-    endpoint = _endpoint(args)
-    with api_errors(endpoint.host):
-        run_id = submit(
-            connect(endpoint),
-            args.pipeline,
-            package,
-            args.name,
-            params,
-            args.experiment,
-            namespace=args.namespace,
-        )
+    run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
+                            **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
 
 
 def _doctor(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.cluster.client import endpoint_from
     from autocomp.pipelines.cluster.doctor import doctor
 
-    if not doctor(_endpoint(args), args.store, args.dist, args.models or ["all"]):
+    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"]):
         raise SystemExit(1)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -418,3 +418,101 @@ def submit(
     except ApiException as exc:
         raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
     return run.run_id
+
+
+# ----------------------------------------------------------------------------- the verbs
+
+
+def endpoint_from(
+    host: str | None = None,
+    token_env: str | None = "KFP_TOKEN",
+    cookies: str | None = None,
+    ca_cert: str | None = None,
+    namespace: str | None = None,
+) -> Endpoint:
+    """The endpoint of `upload`, `submit`, `schedule` and `doctor`: `host` or $KFP_HOST, the
+    bearer token in the environment variable `token_env`, `cookies` or $KFP_COOKIES."""
+    import os
+
+    host = host or os.environ.get("KFP_HOST")
+    if not host:
+        raise UsageError("host", None, "give the KFP API endpoint (or set KFP_HOST)")
+    return Endpoint(
+        host=host,
+        token=os.environ.get(token_env) if token_env else None,
+        cookies=cookies or os.environ.get("KFP_COOKIES"),
+        ca_cert=ca_cert,
+        namespace=namespace,
+    )
+
+
+def upload_all(
+    dist: str | Path,
+    pipeline: str | None = None,
+    done: Callable[[str, dict[str, str]], None] | None = None,
+    **where: Any,
+) -> dict[str, dict[str, str]]:
+    """Upload (or version) `pipeline`, or all three, from `dist`: every package is checked
+    before the endpoint (`where`: endpoint_from's arguments) is reached. `done(name, result)`
+    follows each upload."""
+    names = [pipeline] if pipeline else list(DISPLAY_NAMES)
+    packages = {name: Path(dist) / f"{name}.yaml" for name in names}
+    for name, package in packages.items():
+        load_package(name, package)
+    endpoint = endpoint_from(**where)
+    client = connect(endpoint)
+    results = {}
+    for name, package in packages.items():
+        with api_errors(endpoint.host):
+            results[name] = upload(client, name, package)
+        if done is not None:
+            done(name, results[name])
+    return results
+
+
+def checked_params(pipeline: str, dist: str | Path, items: list[str]) -> tuple[Path, dict]:
+    """The package of `pipeline` in `dist` and the `name=value` items typed by it and checked
+    as a whole (typed_params, check_params), before any request."""
+    package = Path(dist) / f"{pipeline}.yaml"
+    spec = load_package(pipeline, package)
+    return package, check_params(pipeline, typed_params(pipeline, items, spec), spec)
+
+
+def submit_package(
+    pipeline: str,
+    dist: str | Path,
+    job_name: str,
+    items: list[str],
+    experiment: str = "autocomp",
+    **where: Any,
+) -> str:
+    """`autocomp submit`: one run of the uploaded `dist` package with the `name=value` items,
+    everything checked before the endpoint (`where`: endpoint_from's arguments) is reached;
+    returns the run id."""
+    package, params = checked_params(pipeline, dist, items)
+    endpoint = endpoint_from(**where)
+    with api_errors(endpoint.host):
+        return submit(connect(endpoint), pipeline, package, job_name, params, experiment,
+                      namespace=endpoint.namespace)  # fmt: skip
+
+
+def schedule_package(
+    pipeline: str,
+    dist: str | Path,
+    job_name: str,
+    cron: str,
+    items: list[str],
+    experiment: str = "autocomp",
+    max_concurrency: int = 1,
+    catchup: bool = False,
+    **where: Any,
+) -> str:
+    """`autocomp schedule`: a recurring run of the uploaded `dist` package, checked as
+    `submit_package` is (the cron and concurrency first); returns the recurring run's id."""
+    check_schedule(cron, max_concurrency, {})
+    package, params = checked_params(pipeline, dist, items)
+    check_schedule(cron, max_concurrency, params)
+    endpoint = endpoint_from(**where)
+    with api_errors(endpoint.host):
+        return schedule(connect(endpoint), pipeline, package, job_name, cron, params, experiment,
+                        max_concurrency, catchup=catchup, namespace=endpoint.namespace)  # fmt: skip

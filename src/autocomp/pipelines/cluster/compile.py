@@ -17,10 +17,13 @@ def load(name: str) -> Any:
 
 
 def compile_all(out: str | Path = "dist") -> dict[str, Path]:
-    """Write dist/<pipeline>.yaml for every pipeline; return the paths."""
+    """Write dist/<pipeline>.yaml for every pipeline (`out` checked first: a folder or nothing
+    yet, in an existing folder); return the paths."""
     from kfp import compiler
 
-    out = Path(out)
+    from autocomp.store.shards import prepare_folder
+
+    out = prepare_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for name in PIPELINES:
