@@ -16,7 +16,6 @@ def _caption(args: argparse.Namespace) -> None:
     from autocomp.generation.caption import caption_stage
     from autocomp.generation.registry import get_generation_model
     from autocomp.progress import row_progress
-    from autocomp.store.shards import check_shard_args
     from autocomp.store.tables import open_parquet
 
     base = get_profile(args.profile).caption
@@ -34,8 +33,7 @@ def _caption(args: argparse.Namespace) -> None:
         device=args.device,
         settings=settings,
     )
-    check_shard_args(args.shard, config.num_shards)
-    total = open_parquet(args.concepts, "--concepts").metadata.num_rows
+    total = open_parquet(args.concepts, "concepts").metadata.num_rows  # the progress bar's
     with row_progress(f"caption {name}", total) as advance:
         summary = caption_stage(args.concepts, args.out, config, args.shard, advance)
     print(
