@@ -1,8 +1,6 @@
-"""`autocomp demo` / `make demo`: the protocol core end to end on the local default.
-
-For every family and N: sample concepts, write their Minimal captions, build the Swap and
-Confusion sets under the paper protocol, and print one summary table with the measured chance
-baselines of both protocols next to the paper's published ones.
+"""`autocomp demo`: the protocol core end to end (autocomp.protocol.demo), printed as one
+summary table with the measured chance baselines of both protocols next to the paper's
+published ones.
 """
 
 from __future__ import annotations
