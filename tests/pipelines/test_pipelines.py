@@ -414,12 +414,12 @@ def test_client_sends_the_bearer_token_from_the_named_variable(compiled, kfp_api
         ("render_settings=[1, 2]", "render_settings must be a mapping"),
         ("count", "must look like name=value"),
         # typed right, but refused by the library's checks (each stage's own rule)
-        ("count=0", "--count: 0: must be from 1 to"),
-        ("seed=-1", "--seed: -1: must be 0 or more"),
-        ("num_shards=0", "--num-shards: 0: must be at least 1"),
-        ("specs=colour:2", "--specs: 'colour:2'"),
+        ("count=0", "error: count: 0: must be from 1 to"),
+        ("seed=-1", "error: seed: -1: must be 0 or more"),
+        ("num_shards=0", "error: num_shards: 0: must be at least 1"),
+        ("specs=colour:2", "error: specs: 'colour:2'"),
         ("renderer=no-such-renderer", "unknown renderer"),
-        ("caption_batch_size=0", "--batch-size: 0"),
+        ("caption_batch_size=0", "error: caption_batch_size: 0"),
         ("reuse_concepts=../../x", "reuse_concepts: '../../x': letters, digits"),
     ],
 )
@@ -440,10 +440,10 @@ def test_params_are_checked_against_the_package_before_any_request(
     [
         ("generate_benchmark", ["name=../../etc"], "name: '../../etc': letters, digits"),
         ("evaluate_models", ["name=x", "models=[no-such-model]"], "unknown model"),
-        ("evaluate_models", ["name=x", "limit=-5"], "--limit: -5"),
-        ("evaluate_models", ["name=x", "blind=maybe"], "--blind: 'maybe'"),
-        ("finetune_models", ["name=x", "steps=0"], "--steps: 0"),
-        ("finetune_models", ["name=x", "negatives=[both]"], "--negatives: 'both'"),
+        ("evaluate_models", ["name=x", "limit=-5"], "error: limit: -5"),
+        ("evaluate_models", ["name=x", "blind=maybe"], "error: blind: 'maybe'"),
+        ("finetune_models", ["name=x", "steps=0"], "error: steps: 0"),
+        ("finetune_models", ["name=x", "negatives=[both]"], "error: negatives: 'both'"),
     ],
 )
 @pytest.mark.parametrize("verb", ["submit", "schedule"])

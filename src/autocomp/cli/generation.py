@@ -16,6 +16,7 @@ def _caption(args: argparse.Namespace) -> None:
     from autocomp.generation.caption import caption_stage
     from autocomp.generation.registry import get_generation_model
     from autocomp.progress import row_progress
+    from autocomp.store.shards import check_shard_args
     from autocomp.store.tables import open_parquet
 
     base = get_profile(args.profile).caption
@@ -33,7 +34,8 @@ def _caption(args: argparse.Namespace) -> None:
         device=args.device,
         settings=settings,
     )
-    total = open_parquet(args.concepts, "concepts").metadata.num_rows  # the progress bar's
+    check_shard_args(args.shard, config.num_shards)  # before the progress bar reads the table
+    total = open_parquet(args.concepts, "concepts").metadata.num_rows
     with row_progress(f"caption {name}", total) as advance:
         summary = caption_stage(args.concepts, args.out, config, args.shard, advance)
     print(
