@@ -172,14 +172,14 @@ class FinetuneConfig:
     mixed_precision: bool = True  # bf16 autocast on GPU; ignored on CPU
 
     def __post_init__(self) -> None:
-        least = {"--steps": 1, "batch_cosine": 1, "batch_sigmoid": 1, "micro_batch": 1,
+        least = {"steps": 1, "batch_cosine": 1, "batch_sigmoid": 1, "micro_batch": 1,
                  "eval_every": 1, "patience": 1, "warmup_steps": 0}  # fmt: skip
         if self.k < 0:
-            raise UsageError("--k", self.k, "must be 0 or more (hard negatives per positive)")
-        for flag, minimum in least.items():
-            value = getattr(self, flag.removeprefix("--"))
+            raise UsageError("k", self.k, "must be 0 or more (hard negatives per positive)")
+        for name, minimum in least.items():
+            value = getattr(self, name)
             if value < minimum:
-                raise UsageError(flag, value, f"must be {'at least 1' if minimum else '0 or more'}")
+                raise UsageError(name, value, f"must be {'at least 1' if minimum else '0 or more'}")
         for what in ("heldout_fraction", "validation_fraction"):
             if not 0 < getattr(self, what) < 1:
                 raise UsageError(what, getattr(self, what), "must be between 0 and 1")
@@ -197,7 +197,7 @@ class FinetuneConfig:
 def negative_kind(kind: str) -> str:
     """A fine-tuning negatives kind (swap, confusion), or a usage error naming the known ones."""
     if kind not in NEGATIVE_KINDS:
-        raise UsageError("--negatives", kind, f"must be one of {', '.join(NEGATIVE_KINDS)}")
+        raise UsageError("negatives", kind, f"must be one of {', '.join(NEGATIVE_KINDS)}")
     return kind
 
 
@@ -289,7 +289,7 @@ PROFILES: dict[str, Profile] = {
 def get_profile(name: str) -> Profile:
     """A profile by name; an unknown name is a usage error that lists the known ones."""
     if name not in PROFILES:
-        raise UsageError("--profile", name, f"must be one of {', '.join(PROFILES)}")
+        raise UsageError("profile", name, f"must be one of {', '.join(PROFILES)}")
     return PROFILES[name]
 
 

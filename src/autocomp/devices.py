@@ -23,7 +23,7 @@ def select_dtype(name: str, device: str) -> Any:
     return getattr(torch, name) if device != "cpu" else torch.float32
 
 
-def check_device(device: str | None, option: str = "--device") -> None:
+def check_device(device: str | None, option: str = "device") -> None:
     """A device the user named exists here (checked before any work: a typo or a missing GPU
     is a usage error, not a crash after minutes of loading)."""
     if device is None:

@@ -1,4 +1,9 @@
-"""One error type for bad input: it names the input, the offending value and the fix."""
+"""One error type for bad input: it names the input, the offending value and the fix.
+
+`what` is in the library's vocabulary: a configuration field or function parameter by its
+Python name (`limit`, `batch_size`, `models`), or a file by its path when its content is wrong;
+never a CLI flag. The CLI prints it with the flag the user typed (autocomp.cli.flags).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,12 @@ class UsageError(Exception):
     def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
         # Raised in worker processes too: must survive pickling back to the parent.
         return (type(self), (self.what, self.value, self.fix))
+
+
+class ParameterError(UsageError):
+    """A pipeline parameter failed its check (autocomp.pipelines.checks): `what` is the
+    parameter's name as the pipeline spells it (`caption_engine`, `count`), however the check
+    that failed names the field it guards."""
 
 
 class ProtocolError(Exception):

@@ -182,12 +182,12 @@ def test_bad_run_arguments_fail_at_once_before_kfp_starts(flags, tmp_path, capsy
 @pytest.mark.parametrize(
     "given, what",
     [
-        ({"seed": -1}, "--seed"),
-        ({"num_shards": 0}, "--num-shards"),
-        ({"count": 0}, "--count"),
-        ({"limit": -1}, "--limit"),  # an evaluate_models parameter
-        ({"captioner": "no-such-captioner", "caption_batch_size": 0}, "--captioner"),
-        ({"models": ["clip-vit-b-16"]}, "--model"),  # the tiny profile is offline
+        ({"seed": -1}, "seed"),
+        ({"num_shards": 0}, "num_shards"),
+        ({"count": 0}, "count"),
+        ({"limit": -1}, "limit"),  # an evaluate_models parameter
+        ({"captioner": "no-such-captioner", "caption_batch_size": 0}, "captioner"),
+        ({"models": ["clip-vit-b-16"]}, "models"),  # the tiny profile is offline
     ],
 )
 def test_the_python_api_refuses_what_the_cli_refuses(given, what, tmp_path, monkeypatch):
@@ -207,7 +207,7 @@ def test_the_python_api_refuses_what_the_cli_refuses(given, what, tmp_path, monk
 
 @pytest.mark.parametrize(
     "given, what",
-    [({"steps": 0}, "--steps"), ({"models": ["tiny-qwen2.5-vl"]}, "--model"),
+    [({"steps": 0}, "steps"), ({"models": ["tiny-qwen2.5-vl"]}, "models"),
      ({"seeds": [-2]}, "seeds"), ({"name": "a/b"}, "name")],
 )  # fmt: skip
 def test_the_finetune_run_checks_before_it_starts(given, what, tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import inspect
 import pytest
 
 from autocomp.config import PROFILES, with_overrides
-from autocomp.errors import UsageError
+from autocomp.errors import ParameterError
 from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.plumbing import LOCAL_ONLY, PARAMETERS, PIPELINES, stages
 
@@ -178,49 +178,50 @@ def test_the_paper_defaults_pass_the_checks(pipeline):
 @pytest.mark.parametrize(
     "pipeline, given, what",
     [
-        ("generate_benchmark", {"count": 0}, "--count"),
+        ("generate_benchmark", {"count": 0}, "count"),
         ("generate_benchmark", {"count": "5"}, "count"),  # a string where an integer belongs
-        ("generate_benchmark", {"seed": -1}, "--seed"),
-        ("generate_benchmark", {"num_shards": 0}, "--num-shards"),
-        ("generate_benchmark", {"specs": "colour:2"}, "--specs"),
-        ("generate_benchmark", {"renderer": "no-such-renderer"}, "--renderer"),
-        ("generate_benchmark", {"captioner": "no-such"}, "--captioner"),
-        ("generate_benchmark", {"caption_fallback": "always"}, "--fallback"),
-        ("generate_benchmark", {"caption_batch_size": 0}, "--batch-size"),
-        ("generate_benchmark", {"validate_batch_size": 0}, "--batch-size"),
-        ("generate_benchmark", {"negatives_batch_size": 0}, "--batch-size"),
-        ("generate_benchmark", {"masks": "pixels"}, "--masks"),
-        ("generate_benchmark", {"vqa": "clip-vit-b-16"}, "--vqa"),
-        ("generate_benchmark", {"protocol": "loose"}, "--protocol"),
-        ("generate_benchmark", {"render_settings": {"no_such_setting": 1}}, "--set"),
+        ("generate_benchmark", {"seed": -1}, "seed"),
+        ("generate_benchmark", {"num_shards": 0}, "num_shards"),
+        ("generate_benchmark", {"specs": "colour:2"}, "specs"),
+        ("generate_benchmark", {"renderer": "no-such-renderer"}, "renderer"),
+        ("generate_benchmark", {"captioner": "no-such"}, "captioner"),
+        ("generate_benchmark", {"caption_fallback": "always"}, "caption_fallback"),
+        ("generate_benchmark", {"caption_batch_size": 0}, "caption_batch_size"),
+        ("generate_benchmark", {"validate_batch_size": 0}, "validate_batch_size"),
+        ("generate_benchmark", {"negatives_batch_size": 0}, "negatives_batch_size"),
+        ("generate_benchmark", {"masks": "pixels"}, "masks"),
+        ("generate_benchmark", {"vqa": "clip-vit-b-16"}, "vqa"),
+        ("generate_benchmark", {"protocol": "loose"}, "protocol"),
+        ("generate_benchmark", {"render_settings": {"no_such_setting": 1}}, "render_settings"),
         ("generate_benchmark", {"name": "../../etc"}, "name"),
         ("generate_benchmark", {"name": "a b"}, "name"),
         ("generate_benchmark", {"reuse_concepts": "../x"}, "reuse_concepts"),
         ("generate_benchmark", {"store": ""}, "store"),
         ("generate_benchmark", {"colour": "red"}, "colour"),
         ("evaluate_models", None, "name"),  # no name at all
-        ("evaluate_models", {"models": ["no-such-model"]}, "--model"),
+        ("evaluate_models", {"models": ["no-such-model"]}, "models"),
         ("evaluate_models", {"models": []}, "models"),
         ("evaluate_models", {"models": ["all", "clip-vit-b-16"]}, "models"),
-        ("evaluate_models", {"limit": -1}, "--limit"),
-        ("evaluate_models", {"batch_size": -2}, "--batch-size"),
-        ("evaluate_models", {"blind": "maybe"}, "--blind"),
-        ("evaluate_models", {"blind": "choice", "choice_negatives": 0}, "--choice-negatives"),
+        ("evaluate_models", {"limit": -1}, "limit"),
+        ("evaluate_models", {"batch_size": -2}, "batch_size"),
+        ("evaluate_models", {"blind": "maybe"}, "blind"),
+        ("evaluate_models", {"blind": "choice", "choice_negatives": 0}, "choice_negatives"),
         ("evaluate_models", {"max_candidates": 0}, "max_candidates"),
         ("evaluate_models", {"report_seed": -1}, "report_seed"),
-        ("finetune_models", {"models": ["tiny-qwen2.5-vl"]}, "--model"),
-        ("finetune_models", {"negatives": ["both"]}, "--negatives"),
+        ("finetune_models", {"models": ["tiny-qwen2.5-vl"]}, "models"),
+        ("finetune_models", {"negatives": ["both"]}, "negatives"),
         ("finetune_models", {"negatives": []}, "negatives"),
         ("finetune_models", {"seeds": [-1]}, "seeds"),
-        ("finetune_models", {"k": -1}, "--k"),
-        ("finetune_models", {"steps": 0}, "--steps"),
+        ("finetune_models", {"k": -1}, "k"),
+        ("finetune_models", {"steps": 0}, "steps"),
         ("finetune_models", {"heldout_fraction": 1.5}, "heldout_fraction"),
-        ("finetune_models", {"family": "position"}, "--family"),  # Confusion needs attributes
+        ("finetune_models", {"family": "position"}, "family"),  # Confusion needs attributes
         ("finetune_models", {"split_seed": -3}, "split_seed"),
     ],
 )
 def test_bad_parameters_are_refused_by_the_library(pipeline, given, what):
-    with pytest.raises(UsageError) as refused:
+    """Each refusal names the pipeline parameter, whichever field the stage's rule checks."""
+    with pytest.raises(ParameterError) as refused:
         checks.check(pipeline, {} if given is None else {**GOOD[pipeline], **given})
     assert refused.value.what == what
 

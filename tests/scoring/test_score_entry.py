@@ -117,7 +117,7 @@ def test_every_run_folder_is_checked_before_the_first_model_loads(bench, tmp_pat
 
 
 def test_a_call_that_fails_leaves_no_output_folder(bench, tmp_path):
-    with pytest.raises(UsageError, match="--device"):
+    with pytest.raises(UsageError, match="^device: "):
         score(["tiny-clip"], bench / "bench.parquet", tmp_path / "new", ScoreConfig(device="tpu"))
     with pytest.raises(UsageError, match="results.*store"):
         score(["tiny-clip"], bench / "bench.parquet", tmp_path / "new", results="results/x")

@@ -63,7 +63,7 @@ def test_open_clip_specs_parse_into_architecture_and_weights(tmp_path):
     assert (spec.architecture, spec.pretrained) == ("hf-hub:timm/ViT-B-16-SigLIP", None)
     assert spec.name == "open_clip-timm-ViT-B-16-SigLIP"
     for bad in ("open_clip:ViT-B-32", "open_clip::openai", "open_clip:hf-hub:nope"):
-        with pytest.raises(UsageError, match="--model"):
+        with pytest.raises(UsageError, match="^models: "):
             parse_spec(bad)
     with pytest.raises(UsageError, match="holds no open_clip_config.json"):
         parse_spec(f"open_clip:local-dir:{tmp_path}")

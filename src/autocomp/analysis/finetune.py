@@ -29,6 +29,7 @@ from autocomp.analysis.finetune_tables import (  # noqa: F401 (the public names 
     load_runs,
     mean_interval,
 )
+from autocomp.errors import UsageError
 
 NO_CURVES = "<p class=note>No checkpoint with a curve.parquet was given (--checkpoints).</p>"
 CURVE_COLORS = {"loss": "#444444", "val_swap": draw.PALETTE[0], "val_confusion": draw.PALETTE[1]}
@@ -125,6 +126,11 @@ def write_report(
     from autocomp.analysis.html import CSS, html_table
     from autocomp.store.tables import provenance, write_table
 
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise UsageError("folders", str(folder), "no such folder; give finetune-score outputs")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise UsageError("out", str(out), "is a file; give a folder")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(folders)

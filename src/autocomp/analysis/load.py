@@ -34,7 +34,7 @@ BENCH_COLUMNS = [
 ]
 
 
-def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
+def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
     """Everything the report reads from a run folder (`option`: the flag that named it)."""
     run = Path(run)
     if not run.is_dir():
@@ -62,7 +62,7 @@ def load_run(run: str | Path, option: str = "--run") -> dict[str, Any]:
     empty = [p for p, found in parts.items() if not found]
     if empty:
         raise UsageError(
-            "--run", str(empty[0]), "holds no predictions; finish its `autocomp score` first"
+            "run", str(empty[0]), "holds no predictions; finish its `autocomp score` first"
         )
     predictions = pa.concat_tables(
         [pq.read_table(f) for found in parts.values() for f in found], promote_options="default"
@@ -98,20 +98,20 @@ def _read_csvs(paths: list[Path], columns: tuple[str, ...]) -> list[dict[str, st
                 missing = [c for c in columns if c not in (reader.fieldnames or [])]
                 if missing:
                     raise UsageError(
-                        "--run", str(path), f"lacks column(s) {', '.join(missing)}; a header "
+                        "run", str(path), f"lacks column(s) {', '.join(missing)}; a header "
                         f"line {','.join(columns)} is expected",
                     )  # fmt: skip
                 for row in reader:
                     if any(row.get(c) is None for c in columns):
                         raise UsageError(
-                            "--run", str(path), f"row {reader.line_num} is short: every row "
+                            "run", str(path), f"row {reader.line_num} is short: every row "
                             f"needs {', '.join(columns)}",
                         )  # fmt: skip
                     rows.append(row)
         except UnicodeDecodeError:
-            raise UsageError("--run", str(path), "is not UTF-8 text; save it as UTF-8") from None
+            raise UsageError("run", str(path), "is not UTF-8 text; save it as UTF-8") from None
         except csv.Error as exc:
-            raise UsageError("--run", str(path), f"is not a readable CSV ({exc})") from None
+            raise UsageError("run", str(path), f"is not a readable CSV ({exc})") from None
     return rows
 
 
@@ -133,9 +133,9 @@ def _run_record(
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise UsageError("--run", str(path), f"is not valid JSON; {fix}") from None
+        raise UsageError("run", str(path), f"is not valid JSON; {fix}") from None
     if not isinstance(record, dict):
-        raise UsageError("--run", str(path), "must hold a JSON object")
+        raise UsageError("run", str(path), "must hold a JSON object")
     return record
 
 

@@ -256,9 +256,7 @@ def report_stage(
     named by its folder name."""
     others = {Path(c).resolve().name: Path(c) for c in compare or []}
     if len(others) != len(compare or []) or Path(run).resolve().name in others:
-        raise UsageError(
-            "--compare", [str(c) for c in compare or []], "run folder names must differ"
-        )
+        raise UsageError("compare", [str(c) for c in compare or []], "run folder names must differ")
     return _write_report(run, out, seed, title or Path(run).resolve().name, others)
 
 
@@ -271,14 +269,14 @@ def _write_report(
 
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder for the report")
+        raise UsageError("out", str(out), "is a file; give a folder for the report")
     data = load_run(run)
     data["title"] = title
     tables = build_tables(data, seed)
     if compare:
         runs = {title: data["predictions"]}
         for name, folder in compare.items():
-            runs[name] = load_run(folder, "--compare")["predictions"]
+            runs[name] = load_run(folder, "compare")["predictions"]
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
     funnel = tables.get("survival_funnel")
     funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()
@@ -349,7 +347,7 @@ def _not_scores(path: str) -> bool:
     return not path.startswith("scores/")
 
 
-def assemble_run(store: Any, name: str, run: Path, option: str = "--name") -> Path:
+def assemble_run(store: Any, name: str, run: Path, option: str = "name") -> Path:
     """Fetch benchmark `name` of a store into a run folder: benchmarks/<name> as benchmark/,
     every results/<name>/<model> as results/<model>, and human/<name>, judges/<name> when the
     store has them."""
@@ -371,20 +369,22 @@ def assemble_run(store: Any, name: str, run: Path, option: str = "--name") -> Pa
 
 
 def report_from_store(
-    store: str, name: str, out: str | Path, seed: int = 0, compare: list[str] | None = None
+    store: str, name: str | None, out: str | Path, seed: int = 0, compare: list[str] | None = None
 ) -> dict[str, Any]:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
     from autocomp.store.storage import open_store
 
+    if not name:
+        raise UsageError("name", None, "give the benchmark name in the store")
     compare = list(compare or [])
     if len(set(compare)) != len(compare) or name in compare:
-        raise UsageError("--compare", compare, "benchmark names must differ from --name and "
+        raise UsageError("compare", compare, "benchmark names must differ from --name and "
                          "from each other")  # fmt: skip
     target = open_store(store)
     run = assemble_run(target, name, Path(out) / "run")
     others = {
-        other: assemble_run(target, other, Path(out) / "compare" / other, "--compare")
+        other: assemble_run(target, other, Path(out) / "compare" / other, "compare")
         for other in compare
     }
     return _write_report(run, out, seed, name, others)

@@ -28,6 +28,7 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from autocomp.audit.study import Study
+from autocomp.errors import UsageError
 
 MAX_BODY = 4096
 HEADERS = {
@@ -308,8 +309,25 @@ def create_app(study_dir: str | Path) -> Starlette:
     return app
 
 
+def check_port(port: int) -> None:
+    if not 0 < port < 65536:
+        raise UsageError("port", port, "must be 1 to 65535")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only (127.0.0.1, ::1, localhost): any
+    other address serves the links in plain HTTP to its whole network."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def links(study_dir: str | Path, host: str, port: int) -> dict[str, str]:
-    """Each annotator's link."""
+    """Each annotator's link (the port checked first, then the study)."""
+    check_port(port)
     study = Study(study_dir)
     return {
         name: f"http://{host}:{port}/a/{record['token']}/"
@@ -325,4 +343,5 @@ def progress_link(study_dir: str | Path, host: str, port: int) -> str:
 def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
     import uvicorn
 
+    check_port(port)
     uvicorn.run(create_app(study_dir), host=host, port=port, log_level="warning")

@@ -85,9 +85,9 @@ def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False)
     study = Study(study_dir)
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder (RUN/human/)")
+        raise UsageError("out", str(out), "is a file; give a folder (RUN/human/)")
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
     summary = study.progress()
     waiting = [name for name, p in summary.items() if not p["complete"]]
     if waiting and not partial:
@@ -95,9 +95,9 @@ def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False)
             f"{n} {summary[n]['answered']:,} of {summary[n]['items']:,}" for n in waiting
         )
         raise UsageError(
-            "STUDY", str(study_dir), f"{len(waiting)} of {len(summary)} annotator(s) have open "
-            f"items ({said} answered); wait until they finish, or pass --partial to collect what "
-            "is answered (the report then marks the study incomplete)",
+            "study_dir", str(study_dir), f"{len(waiting)} of {len(summary)} annotator(s) have "
+            f"open items ({said} answered); wait until they finish, or collect what is answered "
+            "with partial=True (--partial; the report then marks the study incomplete)",
         )  # fmt: skip
     (out / "questions").mkdir(parents=True, exist_ok=True)
     for folder in (out, out / "questions"):

@@ -45,18 +45,18 @@ class AuditConfig:
 
     def __post_init__(self) -> None:
         checks = {
-            "--concepts": (self.concepts, self.concepts >= 1, "must be at least 1"),
-            "--annotators": (self.annotators, 1 <= self.annotators <= 26, "must be 1 to 26"),
-            "--confusion-options": (
+            "concepts": (self.concepts, self.concepts >= 1, "must be at least 1"),
+            "annotators": (self.annotators, 1 <= self.annotators <= 26, "must be 1 to 26"),
+            "confusion_options": (
                 self.confusion_options,
                 self.confusion_options >= 3,
                 "must be at least 3 (the positive, the Swap negative and one more)",
             ),
-            "--rejected": (self.rejected, self.rejected >= 0, "must be 0 or more"),
+            "rejected": (self.rejected, self.rejected >= 0, "must be 0 or more"),
         }
-        for flag, (value, ok, fix) in checks.items():
+        for field, (value, ok, fix) in checks.items():
             if not ok:
-                raise UsageError(flag, value, fix)
+                raise UsageError(field, value, fix)
 
     def record(self) -> dict[str, Any]:
         return asdict(self)

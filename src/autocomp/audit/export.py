@@ -59,7 +59,7 @@ def read_benchmark(benchmark: Benchmark) -> list[dict[str, Any]]:
     missing = [c for c in (*NEEDED, *CHOICE) if c not in names]
     if missing:
         raise UsageError(
-            "--benchmark", str(benchmark.path), f"missing column(s) {', '.join(missing)}; give a "
+            "benchmark", str(benchmark.path), f"missing column(s) {', '.join(missing)}; give a "
             "benchmark with images (autocomp negatives on a curated table, or a published one)"
         )  # fmt: skip
     optional = ["accepted", "swap_same_scene", "confusion_same_scene"]
@@ -97,7 +97,7 @@ def image_bytes(row: dict[str, Any], images_root: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise UsageError("--images", str(path), f"cannot be read ({exc.strerror})") from exc
+        raise UsageError("images_root", str(path), f"cannot be read ({exc.strerror})") from exc
 
 
 def reencode(data: bytes, sample_id: str) -> bytes:
@@ -157,7 +157,7 @@ def draw(rows: list[dict[str, Any]], config: AuditConfig) -> tuple[list[dict], l
     if available < config.concepts:
         both = "present, accepted or not" if config.include_rejected else "accepted"
         raise UsageError(
-            "--concepts", config.concepts, f"this benchmark has {available} usable concept(s) "
+            "concepts", config.concepts, f"this benchmark has {available} usable concept(s) "
             f"(Minimal and Contextual samples both {both}, each with a Swap negative and 2 or "
             "more distinct Confusion negatives); ask for at most that many"
             + ("" if config.include_rejected else " (or --include-rejected for a demo)")
@@ -269,9 +269,9 @@ def export_study(
     annotators' tokens and the item counts."""
     out = Path(out)
     if out.exists():
-        raise UsageError("--out", str(out), "already exists; give a new folder for the study")
+        raise UsageError("out", str(out), "already exists; give a new folder for the study")
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
     source = as_benchmark(benchmark)
     where = source.path
     root = Path(images_root) if images_root else (where if where.is_dir() else where.parent)

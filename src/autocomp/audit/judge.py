@@ -30,7 +30,7 @@ FAILED = {"fail", "skipped"}
 
 def decisions(path: str | Path, checks: tuple[str, ...]) -> tuple[dict[str, bool], dict, dict]:
     """sample -> passed (over `checks`), sample -> (family, n, condition), the configuration."""
-    table, meta = read_stage(path, "verdicts", "--verdicts")
+    table, meta = read_stage(path, "verdicts", "verdicts")
     passed: dict[str, bool] = {}
     cells: dict[str, tuple] = {}
     one = len(checks) == 1
@@ -54,11 +54,11 @@ def judge_stage(
     """Write judges/<name>.csv comparing verdicts[1] (the second judge) with verdicts[0]."""
     if len(verdicts) != 2:
         raise UsageError(
-            "--verdicts", [str(v) for v in verdicts], "give exactly two: the pipeline's, then "
+            "verdicts", [str(v) for v in verdicts], "give exactly two: the pipeline's, then "
             "the second judge's (autocomp validate --vqa <another model> on the same renders)"
         )  # fmt: skip
     if check != "all" and check not in CHECKS:
-        raise UsageError("--check", check, f"must be all or one of {', '.join(CHECKS)}")
+        raise UsageError("check", check, f"must be all or one of {', '.join(CHECKS)}")
     checks = CHECKS if check == "all" else (check,)
     ours, cells, our_config = decisions(verdicts[0], checks)
     theirs, their_cells, their_config = decisions(verdicts[1], checks)
@@ -66,22 +66,22 @@ def judge_stage(
     common = sorted(set(ours) & set(theirs))
     if not shared:
         raise UsageError(
-            "--verdicts", [str(v) for v in verdicts], "share no sample; validate the same render "
+            "verdicts", [str(v) for v in verdicts], "share no sample; validate the same render "
             "folder with both judges"
         )  # fmt: skip
     if not common:
         raise UsageError(
-            "--check", check, f"the two runs share {len(shared):,} samples, but on none of them "
+            "check", check, f"the two runs share {len(shared):,} samples, but on none of them "
             "did both decide this check (it is skipped after an earlier check fails, and n/a "
             "where it does not apply); run validate with --all-checks on both, so every check "
             "decides every image",
         )  # fmt: skip
     name = name or str((their_config.get("vqa") or {}).get("name") or Path(verdicts[1]).name)
     if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise UsageError("--name", name, "use letters, digits, '.', '-' and '_' only")
+        raise UsageError("name", name, "use letters, digits, '.', '-' and '_' only")
     out = Path(out)
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
     out.mkdir(exist_ok=True)
     rows = [
         [s, cells[s][0], str(cells[s][1]), cells[s][2], str(theirs[s]).lower(),

@@ -25,7 +25,7 @@ class Study:
         manifest = self.root / STUDY_FILE
         if not manifest.is_file() or not (self.root / KEY_FILE).is_file():
             raise UsageError(
-                "STUDY", str(root), f"has no {STUDY_FILE} and {KEY_FILE}; give the folder "
+                "study_dir", str(root), f"has no {STUDY_FILE} and {KEY_FILE}; give the folder "
                 "written by `autocomp audit export`"
             )  # fmt: skip
         try:
@@ -36,7 +36,8 @@ class Study:
                 for name in self.annotators
             }
         except (OSError, ValueError, KeyError) as exc:
-            raise UsageError("STUDY", str(root), f"is not a readable study folder ({exc})") from exc
+            fix = f"is not a readable study folder ({exc})"
+            raise UsageError("study_dir", str(root), fix) from exc
         self._lock = threading.Lock()
 
     def path(self, folder: str, name: str) -> Path:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
-
-from autocomp.errors import UsageError
 
 
 def _export(args: argparse.Namespace) -> None:
@@ -37,14 +34,8 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
-    from autocomp.audit.app import links, progress_link, serve
+    from autocomp.audit.app import is_loopback, links, progress_link, serve
 
-    try:
-        loopback = ipaddress.ip_address(args.host).is_loopback
-    except ValueError:
-        loopback = args.host == "localhost"
-    if not 0 < args.port < 65536:
-        raise UsageError("--port", args.port, "must be 1 to 65535")
     for name, link in links(args.study, args.host, args.port).items():
         print(f"{name}: {link}", flush=True)
     print(f"progress (organiser): {progress_link(args.study, args.host, args.port)}")
@@ -53,7 +44,7 @@ def _serve(args: argparse.Namespace) -> None:
         "clicked, and the same links resume after a restart.",
         flush=True,
     )
-    if not loopback:
+    if not is_loopback(args.host):
         print(
             f"warning: serving on {args.host} over plain HTTP: anyone on that network who sees a "
             "link can answer as that annotator; prefer 127.0.0.1 behind an SSH tunnel",

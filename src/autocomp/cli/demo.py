@@ -1,23 +1,16 @@
-"""`autocomp demo` / `make demo`: the protocol core end to end on the local default.
-
-For every family and N: sample concepts, write their Minimal captions, build the Swap and
-Confusion sets under the paper protocol, and print one summary table with the measured chance
-baselines of both protocols next to the paper's published ones.
+"""`autocomp demo`: the protocol core end to end (autocomp.protocol.demo), printed as one
+summary table with the measured chance baselines of both protocols next to the paper's
+published ones.
 """
 
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-
-import pyarrow.parquet as pq
+from typing import Any
 
 from autocomp.cli.table import format_table
-from autocomp.config import NegativesConfig
-from autocomp.errors import UsageError
-from autocomp.protocol.concepts import count_concepts
-from autocomp.protocol.family import load_all
-from autocomp.protocol.stages import negatives_stage, sample_stage
+from autocomp.protocol.demo import protocol_tour
 
 # The paper's published chance baselines (%), Table 5 caption: (relation?, N) -> (Swap, Confusion).
 PAPER_CHANCE = {
@@ -36,65 +29,24 @@ def _pct(value: float | None) -> str:
     return str(Decimal(repr(100 * value)).quantize(places, rounding=ROUND_HALF_UP))
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, Any]]:
+    """Run the tour into `out` (autocomp.protocol.demo) and print its summary table; return the
+    summary rows."""
 
+    def done(r: dict[str, Any]) -> None:
+        print(
+            f"  {r['family']} N={r['n']}: {r['concepts']} concepts -> {r['benchmark']}", flush=True
+        )
 
-def summarize(path: Path) -> dict[str, object]:
-    """Candidate counts and chance baselines (paper and strict) of one benchmark table."""
-    table = pq.read_table(path)
-    rows = table.to_pylist()
-    swap = [len(r["swap_negatives"]) for r in rows]
-    conf = [len(r["confusion_negatives"]) for r in rows]
-    swap_strict = [len(r["swap_negatives"]) - sum(r["swap_same_scene"]) for r in rows]
-    conf_strict = [len(r["confusion_negatives"]) - sum(r["confusion_same_scene"]) for r in rows]
-    vary = [len(r["vary_attribute_negatives"]) for r in rows]
-
-    def chance(counts: list[int]) -> float | None:
-        return _mean([1 / (1 + c) for c in counts if c])
-
-    return {
-        "rows": len(rows),
-        "example": rows[0]["caption"],
-        "swap": sorted(set(swap)),
-        "confusion": sorted(set(conf)),
-        "swap_chance": chance(swap),
-        "confusion_chance": chance(conf),
-        "swap_chance_strict": chance(swap_strict),
-        "confusion_chance_strict": chance(conf_strict),
-        "same_scene_items": sum(1 for r in rows if any(r["confusion_same_scene"])),
-        "vary": sorted(set(vary)),
-        "vary_object": sorted({len(r["vary_object_negatives"]) for r in rows}),
-    }
-
-
-def run_demo(out: str | Path, count: int, seed: int) -> list[dict[str, object]]:
-    """Run the demo into `out` and print its summary table; return the summary rows."""
-    if count < 1:
-        raise UsageError("--count", count, "must be at least 1")
-    if seed < 0:
-        raise UsageError("--seed", seed, "must be 0 or more")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    results = []
-    for family in load_all():
-        for n in range(family.n_min, family.n_max + 1):
-            k = min(count, count_concepts(family, n))
-            concepts = out / f"concepts_{family.name}_n{n}.parquet"
-            benchmark = out / f"benchmark_{family.name}_n{n}.parquet"
-            sample_stage(family.name, n, k, seed, concepts, force=True)
-            negatives_stage(concepts, benchmark, NegativesConfig(workers=1, force=True))
-            results.append({"family": family.name, "n": n, **summarize(benchmark)})
-            print(f"  {family.name} N={n}: {k} concepts -> {benchmark}", flush=True)
-
+    results = protocol_tour(out, count, seed, done)
     headers = [
         "family", "N", "concepts", "|swap|", "|conf|", "swap %", "conf %",
         "strict swap %", "strict conf %", "paper swap/conf %", "example positive",
     ]  # fmt: skip
     rows = []
     for r in results:
-        family = next(f for f in load_all() if f.name == r["family"])
-        paper = PAPER_CHANCE.get((family.is_relation, r["n"]))
+        paper = PAPER_CHANCE.get((r["relation"], r["n"]))
         sizes = r["vary"] if r["n"] == 1 else None
         rows.append(
             [

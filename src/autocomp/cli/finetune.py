@@ -11,29 +11,7 @@ from typing import Any
 def _config(args: argparse.Namespace) -> Any:
     from autocomp.config import get_profile, with_overrides
 
-    _check_inputs(args)  # then the configuration checks its own values (k, steps)
     return with_overrides(get_profile(args.profile).finetune, k=args.k, steps=args.steps)
-
-
-def _check_inputs(args: argparse.Namespace) -> None:
-    """Everything a fine-tuning verb reads is checked before it writes anything."""
-    from autocomp.errors import UsageError
-    from autocomp.scoring.registry import get_model
-    from autocomp.store.catalog.benchmarks import open_benchmark
-
-    model = getattr(args, "model", None)
-    if isinstance(model, str) and not Path(model).is_dir():
-        entry = get_model(model)
-        if entry.backend != "open_clip":
-            raise UsageError("--model", model, "fine-tuning takes open_clip models only")
-    if getattr(args, "benchmark", None):
-        open_benchmark(args.benchmark)  # a table or a folder of parts
-    images = getattr(args, "images", None)
-    if images is not None and not Path(images).is_dir():
-        raise UsageError("--images", images, "is not a folder; give the images folder")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder")
 
 
 def _split(args: argparse.Namespace) -> None:
@@ -47,20 +25,15 @@ def _split(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from autocomp.finetune.stage import split, train
+    from autocomp.finetune.stage import train
     from autocomp.progress import row_progress
 
     config = _config(args)
-    split_file = args.split
-    if split_file is None:
-        split_file = split(args.benchmark, Path(args.out) / "split", config, args.split_seed)[
-            "split"
-        ]
     with row_progress(f"finetune {args.model} ({args.negatives})", config.steps) as advance:
         result = train(
             args.model,
             args.benchmark,
-            split_file,
+            args.split,  # None: made in OUT/split first
             args.negatives,
             args.seed,
             args.out,
@@ -68,6 +41,7 @@ def _train(args: argparse.Namespace) -> None:
             images_root=args.images,
             device=args.device,
             progress=advance,
+            split_seed=args.split_seed,
         )
     print(
         f"{result.entry}: {result.steps} steps ({result.steps_per_second:.2f} steps/s), best "
@@ -83,11 +57,11 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _score(args: argparse.Namespace) -> None:
-    from autocomp.finetune.stage import score_checkpoint
+    from autocomp.finetune.stage import check_inputs, score_checkpoint
     from autocomp.progress import row_progress
     from autocomp.store.catalog.benchmarks import open_benchmark
 
-    _check_inputs(args)
+    check_inputs(args.out, args.model, args.benchmark, args.images)  # before the progress bar
     total = open_benchmark(args.benchmark).rows
     with row_progress(f"score {args.model}", total) as advance:
         score_checkpoint(args.model, args.benchmark, args.out, args.images, args.device, advance)
@@ -96,13 +70,7 @@ def _score(args: argparse.Namespace) -> None:
 
 def _report(args: argparse.Namespace) -> None:
     from autocomp.analysis.finetune import write_report
-    from autocomp.errors import UsageError
 
-    for run in args.runs:
-        if not Path(run).is_dir():
-            raise UsageError("--runs", run, "no such folder; give finetune-score outputs")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError("--out", args.out, "is a file; give a folder")
     paths = write_report(args.runs, args.out, args.checkpoints or [], args.seed)
     if args.benchmark:
         from autocomp.analysis.finetune import full_report

@@ -34,8 +34,8 @@ def _caption(args: argparse.Namespace) -> None:
         device=args.device,
         settings=settings,
     )
-    check_shard_args(args.shard, config.num_shards)
-    total = open_parquet(args.concepts, "--concepts").metadata.num_rows
+    check_shard_args(args.shard, config.num_shards)  # before the progress bar reads the table
+    total = open_parquet(args.concepts, "concepts").metadata.num_rows
     with row_progress(f"caption {name}", total) as advance:
         summary = caption_stage(args.concepts, args.out, config, args.shard, advance)
     print(

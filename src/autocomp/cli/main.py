@@ -1,7 +1,8 @@
 """The `autocomp` command line: one entry point, one verb per stage, `--help` on every verb.
 
 Bad input exits with code 2 and one line on stderr that names the input, the value and the fix:
-UsageError from the stages, argparse's own complaints (one line, not its usage block), and file
+UsageError from the stages (which name a field or parameter; printed with the flag the user
+typed, autocomp.cli.flags), argparse's own complaints (one line, not its usage block), and file
 system errors on the paths a user gave. Ctrl-C exits 130 after the stage has removed its partial
 output. A store that stays unreachable after its retries exits 1, also with one line. The verbs
 live in one module per group (protocol, generation, scoring, imports, pipelines, plan, report,
@@ -20,6 +21,7 @@ from autocomp import __version__
 from autocomp.cli import (
     audit,
     finetune,
+    flags,
     generation,
     imports,
     pipelines,
@@ -83,11 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
-    verb = " ".join(v for v in (args.verb, getattr(args, "audit_verb", None)) if v)
+    words = [v for v in (args.verb, getattr(args, "audit_verb", None)) if v]
+    verb = " ".join(words)
     try:
         args.run(args)
-    except UsageError as exc:
-        print(f"autocomp {verb}: error: {exc}", file=sys.stderr)
+    except UsageError as exc:  # named in the library's words: printed with the flags typed
+        message = flags.cli_message(verb, exc, flags.verb_names(parser, words))
+        print(f"autocomp {verb}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

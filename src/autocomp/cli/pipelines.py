@@ -6,59 +6,27 @@ images."""
 from __future__ import annotations
 
 import argparse
-import functools
-from collections.abc import Callable
+import sys
 from pathlib import Path
+from typing import Any
 
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
 from autocomp.errors import UsageError
 from autocomp.pipelines.plumbing import PIPELINES
 
-# The library's names of these verbs' options -> their flags (the default rule of ERRORS.md:
-# `--` + name with '-'; where the flag is spelled otherwise, here). A pipeline parameter's
-# name (`store`, `name`, ...) stays as it is: it is what --param names.
-OPTIONS = {
-    "host": "--host", "token_file": "--token-file", "cookies": "--cookies", "ca_cert": "--ca-cert",
-    "namespace": "--namespace", "kfp_version": "--kfp-version", "cron": "--cron",
-    "max_concurrency": "--max-concurrency", "backend": "--backend", "gpu_sizes": "--gpu-size",
-    "tolerations": "--toleration", "models": "--model",
-}  # fmt: skip
-
-
-def _flagged(verb: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], None]:
-    """The verb, with the library's option names in its usage errors written as flags."""
-
-    @functools.wraps(verb)
-    def run(args: argparse.Namespace) -> None:
-        try:
-            verb(args)
-        except UsageError as exc:
-            if exc.what in OPTIONS:
-                raise UsageError(OPTIONS[exc.what], exc.value, exc.fix) from None
-            raise
-
-    return run
-
 
 def _compile(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.backends import target_for
     from autocomp.pipelines.cluster.compile import compile_all
-    from autocomp.store.shards import prepare_folder
 
-    target = target_for(args.backend)  # refused before the output folder is touched
+    target = target_for(args.backend)
     sizes = {}
     for item in args.gpu_sizes:
         step, sep, gb = item.partition("=")
         if not sep or not gb.isdigit():
-            raise UsageError("--gpu-size", item, "must look like step=GB, e.g. render=48")
+            raise UsageError("gpu_sizes", item, "must look like step=GB, e.g. render=48")
         sizes[step] = int(gb)
-    from autocomp.pipelines.cluster.images import check_cluster_images
-    from autocomp.pipelines.cluster.resources import check_gpu_sizes
-
-    prepare_folder(args.out)  # checks the folder, writes nothing
-    check_gpu_sizes(sizes)
-    check_cluster_images()
     done = compile_all(
         args.out, args.backend, tuple(args.pull_secrets), sizes, tuple(args.tolerations)
     )
@@ -83,126 +51,55 @@ def _compile_notes(done: dict, target) -> None:  # noqa: ANN001  (a backends.Tar
             print(f"autocomp compile: note: {name} on KFP {target.range}: {why}", file=sys.stderr)
 
 
-def _endpoint(args: argparse.Namespace):  # noqa: ANN202  (an Endpoint)
-    import os
+def _where(args: argparse.Namespace) -> dict[str, Any]:
+    """The endpoint flags (autocomp.pipelines.cluster.client.endpoint_from's arguments)."""
+    return {"host": args.host, "token_env": args.token_env, "token_file": args.token_file,
+            "cookies": args.cookies, "ca_cert": args.ca_cert, "namespace": args.namespace,
+            "kfp_version": args.kfp_version}  # fmt: skip
 
-    from autocomp.pipelines.cluster.client import Endpoint, check_endpoint, read_token
 
-    host = args.host or os.environ.get("KFP_HOST")
-    if not host:
-        raise UsageError("--host", None, "give the KFP API endpoint (or set KFP_HOST)")
-    token = os.environ.get(args.token_env) if args.token_env else None
-    endpoint = Endpoint(
-        host=host,
-        token=token or read_token(args.token_file),
-        cookies=args.cookies or os.environ.get("KFP_COOKIES"),
-        ca_cert=args.ca_cert,
-        namespace=args.namespace or os.environ.get("KFP_NAMESPACE"),
-        kfp_version=args.kfp_version,
-    )
-    check_endpoint(endpoint)  # before anything is sent
-    return endpoint
+def _note(args: argparse.Namespace) -> Any:
+    return lambda said: print(f"autocomp {args.verb}: note: {said}", file=sys.stderr)
 
 
 def _upload(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import (
-        DISPLAY_NAMES,
-        api_errors,
-        connect,
-        load_package,
-        upload,
-    )
+    from autocomp.pipelines.cluster.client import upload_all
 
-    names = [args.pipeline] if args.pipeline else list(DISPLAY_NAMES)
-    packages = {name: Path(args.dist) / f"{name}.yaml" for name in names}
-    for name, package in packages.items():  # every package is checked before any upload
-        load_package(name, package)
-    endpoint = _endpoint(args)
-    client = connect(endpoint, namespaced=False)  # shared pipelines: no namespace
-    for name, package in packages.items():
-        with api_errors(endpoint.host):
-            done = upload(client, name, package)
-        print(
-            f"{name}: {done['action']} (pipeline {done['pipeline_id']}, version {done['version']})"
-        )
+    def done(name: str, result: dict[str, str]) -> None:
+        print(f"{name}: {result['action']} (pipeline {result['pipeline_id']}, "
+              f"version {result['version']})")  # fmt: skip
 
-
-def _checked_params(args: argparse.Namespace, recurring: bool = False) -> tuple[Path, dict]:
-    """The --param values typed by the package and checked as a whole (the library's checks,
-    the store, the models' GPUs; a recurring run's draw), before any request."""
-    from autocomp.pipelines.cluster.client import (
-        check_params,
-        check_placement,
-        load_documents,
-        typed_params,
-        with_draw,
-    )
-
-    if not args.name.strip() or not args.name.isprintable():
-        raise UsageError("--name", args.name, "give the run a name (printable characters)")
-    package = Path(args.dist) / f"{args.pipeline}.yaml"
-    docs = load_documents(args.pipeline, package)
-    params = check_params(args.pipeline, typed_params(args.pipeline, args.param, docs[0]), docs[0])
-    if recurring:
-        params = with_draw(args.pipeline, params)
-    check_placement(args.pipeline, params, docs)
-    return package, params
-
-
-def _connected(args: argparse.Namespace, package: Path):  # noqa: ANN202  (a kfp.Client)
-    """The client, once the server's version accepts the package (its degradations said)."""
-    import sys
-
-    from autocomp.pipelines.cluster.client import check_backend, connect, load_documents
-
-    client = connect(_endpoint(args))
-    for note in check_backend(client, load_documents(args.pipeline, package)):
-        print(f"autocomp {args.verb}: note: {note}", file=sys.stderr)
-    return client
+    upload_all(args.dist, args.pipeline, done, **_where(args))
 
 
 def _schedule(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import api_errors, check_schedule, schedule
+    from autocomp.pipelines.cluster.client import schedule_package
 
-    check_schedule(args.cron, args.max_concurrency, {})
-    package, params = _checked_params(args, recurring=True)
-    check_schedule(args.cron, args.max_concurrency, params)
-    client = _connected(args, package)
-    with api_errors(client.autocomp_endpoint.host):
-        run_id = schedule(
-            client,
-            args.pipeline,
-            package,
-            args.name,
-            args.cron,
-            params,
-            args.experiment,
-            args.max_concurrency,
-            catchup=args.catchup,
-        )
+    run_id = schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
+                              args.experiment, args.max_concurrency, args.catchup,
+                              _note(args), **_where(args))  # fmt: skip
     print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from autocomp.pipelines.cluster.client import api_errors, submit
+    from autocomp.pipelines.cluster.client import submit_package
 
-    package, params = _checked_params(args)
-    client = _connected(args, package)
-    with api_errors(client.autocomp_endpoint.host):
-        run_id = submit(client, args.pipeline, package, args.name, params, args.experiment)
+    run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
+                            _note(args), **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
 
 
 def _doctor(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.cluster.client import endpoint_from
     from autocomp.pipelines.cluster.doctor import Report, check_store, doctor
 
     if args.store_only:  # what doctor's probe pod runs, with the step's Secret as env
         if not args.store:
-            raise UsageError("--store", None, "--store-only needs the store to probe")
+            raise UsageError("store", None, "--store-only needs the store to probe")
         if not check_store(Report(), args.store, "from here"):
             raise SystemExit(1)
         return
-    if not doctor(_endpoint(args), args.store, args.dist, args.models or ["all"]):
+    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"]):
         raise SystemExit(1)
 
 
@@ -213,7 +110,7 @@ def _prefetch(args: argparse.Namespace) -> None:
 
     cache = args.cache or os.environ.get("HF_HUB_CACHE")
     if not cache and not args.list:
-        raise UsageError("--cache", None, "give the hub cache to fill (or set HF_HUB_CACHE)")
+        raise UsageError("cache", None, "give the hub cache to fill (or set HF_HUB_CACHE)")
     failed = prefetch(cache or "", only=args.models or None, dry_run=args.list)
     if failed:
         print(f"prefetch: {failed} model(s) failed (see above)")
@@ -344,7 +241,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="a taint of your GPU nodes the GPU steps tolerate besides nvidia.com/gpu "
         "(repeatable), e.g. sku=gpu:NoSchedule (AKS)",
     )
-    p.set_defaults(run=_flagged(_compile))
+    p.set_defaults(run=_compile)
 
     def client_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
@@ -383,12 +280,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", default=None, help="the hub cache folder (default $HF_HUB_CACHE)")
     p.add_argument("--model", dest="models", action="append", default=[], help="only this model")
     p.add_argument("--list", action="store_true", help="print what would be downloaded")
-    p.set_defaults(run=_flagged(_prefetch))
+    p.set_defaults(run=_prefetch)
 
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
     client_args(p)
     p.add_argument("--pipeline", choices=PIPELINES, default=None, help="one pipeline (default all)")
-    p.set_defaults(run=_flagged(_upload))
+    p.set_defaults(run=_upload)
 
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
     client_args(p)
@@ -402,7 +299,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="only write and read the store "
         "from here with this environment's credentials (what doctor's probe pod runs)",
     )
-    p.set_defaults(run=_flagged(_doctor))
+    p.set_defaults(run=_doctor)
 
     for verb, helptext in (
         ("schedule", "create a recurring run of an uploaded pipeline"),
@@ -430,6 +327,6 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
             )
             p.add_argument("--max-concurrency", type=int, default=1, help="runs at once (1-10)")
             p.add_argument("--catchup", action="store_true", help="start missed runs after a pause")
-            p.set_defaults(run=_flagged(_schedule), verb=verb)
+            p.set_defaults(run=_schedule, verb=verb)
         else:
-            p.set_defaults(run=_flagged(_submit), verb=verb)
+            p.set_defaults(run=_submit, verb=verb)

@@ -53,7 +53,7 @@ def _negatives(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         force=args.force or None,
     )
-    total = open_parquet(args.input, "--input").metadata.num_rows
+    total = open_parquet(args.input, "input_path").metadata.num_rows
     with row_progress("negatives", total) as advance:
         summary = negatives_stage(args.input, args.out, config, advance)
     print(

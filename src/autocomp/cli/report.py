@@ -13,8 +13,6 @@ def _report(args: argparse.Namespace) -> None:
     if bool(args.run_dir) == bool(args.store):
         raise UsageError("--run", args.run_dir, "give a run folder (--run) or --store with --name")
     if args.store:
-        if not args.name:
-            raise UsageError("--name", None, "give the benchmark name in the store")
         done = report_from_store(args.store, args.name, args.out, args.seed, args.compare)
     else:
         done = report_stage(args.run_dir, args.out, args.seed, compare=args.compare)

@@ -66,12 +66,12 @@ def finetuned_entry(folder: str | Path) -> ModelEntry:
     folder = Path(folder).resolve()
     path = folder / "registry.yaml"
     if not path.is_file():
-        raise UsageError("--model", str(folder), "has no registry.yaml (autocomp finetune output)")
+        raise UsageError("model", str(folder), "has no registry.yaml (autocomp finetune output)")
     tuned = [
         m for m in all_models(path).values() if (m.architecture or "").startswith("local-dir:")
     ]
     if len(tuned) != 1:
-        raise UsageError("--model", str(folder), "registry.yaml must hold one fine-tuned entry")
+        raise UsageError("model", str(folder), "registry.yaml must hold one fine-tuned entry")
     arch = f"local-dir:{folder}"
     entry = tuned[0]
     return dataclasses.replace(entry, architecture=arch, raw={**entry.raw, "architecture": arch})

@@ -71,5 +71,5 @@ def check_attribute_family(family: str) -> None:
 
     if load_family(family).kind != "attribute":
         raise UsageError(
-            "--family", family, "Confusion stratification needs an attribute family (e.g. color)"
+            "family", family, "Confusion stratification needs an attribute family (e.g. color)"
         )

@@ -53,7 +53,7 @@ def partition(concepts: list[str], config: FinetuneConfig, seed: int) -> dict[st
     ordered = sorted(set(concepts))
     if len(ordered) < 3:
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             f"{len(ordered)} concept(s) of {config.family} N={config.n} {config.condition}",
             "a split needs at least 3 source concepts (train, validation, held-out)",
         )
@@ -104,7 +104,7 @@ def _shown(benchmark: BenchmarkSource) -> str:
 def read_split(path: str | Path) -> dict[str, str]:
     table = pq.read_table(path)
     if table.schema.names[:2] != ["concept_id", "split"]:
-        raise UsageError("--split", str(path), "is not a split table (autocomp finetune split)")
+        raise UsageError("split_file", str(path), "is not a split table (autocomp finetune split)")
     return dict(zip(table["concept_id"].to_pylist(), table["split"].to_pylist()))
 
 

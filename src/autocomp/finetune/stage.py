@@ -25,11 +25,35 @@ from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
 from autocomp.store.storage import file_sha256
 
 
+def check_inputs(
+    out: str | Path,
+    model: str | Path | None = None,
+    benchmark: str | Path | Benchmark | None = None,
+    images_root: str | Path | None = None,
+) -> None:
+    """Everything a fine-tuning stage reads is checked before it writes anything: the model
+    (a registered open_clip model, or a checkpoint folder), the benchmark (a table or a folder
+    of parts), the images folder, and `out` (a folder or nothing yet)."""
+    from autocomp.scoring.registry import get_model
+
+    if model is not None and not Path(model).is_dir():
+        entry = get_model(str(model))
+        if entry.backend != "open_clip":
+            raise UsageError("model", str(model), "fine-tuning takes open_clip models only")
+    if benchmark is not None:
+        as_benchmark(benchmark)
+    if images_root is not None and not Path(images_root).is_dir():
+        raise UsageError("images_root", str(images_root), "is not a folder; give the images folder")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise UsageError("out", str(out), "is a file; give a folder")
+
+
 def split(
     benchmark: str | Path | Benchmark, out: str | Path, config: FinetuneConfig, seed: int = 0
 ) -> dict[str, Path]:
     """out/split.parquet and out/evaluation.parquet (one table) of a benchmark: a table, a folder
     of parts or an opened Benchmark (autocomp.store.catalog.benchmarks)."""
+    check_inputs(out, benchmark=benchmark)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     split_mod.split_stage(benchmark, out / "split.parquet", config, seed)
@@ -41,7 +65,7 @@ def split(
 def train(
     model: str,
     benchmark: str | Path | Benchmark,
-    split_file: str | Path,
+    split_file: str | Path | None,
     kind: str,
     seed: int,
     out: str | Path,
@@ -50,12 +74,18 @@ def train(
     device: str | None = None,
     progress: Callable[[int], None] | None = None,
     on_checkpoint: Callable[[], None] | None = None,
+    split_seed: int = 0,
 ) -> TrainResult:
+    """Fine-tune `model` on the benchmark's train split into `out` (resumable); `split_file`
+    None: the split is made first in out/split (seed `split_seed`)."""
     from autocomp.scoring.registry import get_model
 
+    check_inputs(out, model, benchmark, images_root)
     negative_kind(kind)
     if kind == "confusion":
         check_attribute_family(config.family)
+    if split_file is None:
+        split_file = split(benchmark, Path(out) / "split", config, split_seed)["split"]
     base = get_model(model)
     source = as_benchmark(benchmark)
     mapping = split_mod.read_split(split_file)
@@ -94,6 +124,7 @@ def score_checkpoint(
     from autocomp.config import ScoreConfig
     from autocomp.scoring.stage import score_stage
 
+    check_inputs(out, model, benchmark, images_root)
     entry = resolve_entry(model)
     out = Path(out)
     config = ScoreConfig(images=str(images_root) if images_root else None, device=device)

@@ -72,7 +72,7 @@ def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
     from autocomp.tiny.scoring import register_open_clip_configs
 
     if entry.backend != "open_clip":
-        raise UsageError("--model", entry.name, "fine-tuning supports open_clip models only")
+        raise UsageError("model", entry.name, "fine-tuning supports open_clip models only")
     register_open_clip_configs()
     quick_gelu = bool((entry.preprocess or {}).get("quick_gelu"))
     arch = entry.architecture or ""
@@ -244,7 +244,7 @@ def finetune(
 
     if not train_rows or not val_rows:
         raise UsageError(
-            "--split",
+            "split_file",
             f"{len(train_rows)} train / {len(val_rows)} validation rows",
             "both must be non-empty; use a benchmark with more concepts",
         )
@@ -281,7 +281,7 @@ def finetune(
     if state_file.is_file():
         state = torch.load(state_file, map_location=device, weights_only=False)
         if state["record"] != record:
-            raise UsageError("--out", str(out), "holds another fine-tuning run; use a new folder")
+            raise UsageError("out", str(out), "holds another fine-tuning run; use a new folder")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])

@@ -95,7 +95,7 @@ class TransformersCaptioner:
             model_class = getattr(transformers, entry.model_class or "AutoModelForCausalLM")
             self.model = model_class.from_pretrained(source, dtype=dtype).to(self.device).eval()
         except (OSError, ValueError) as exc:
-            raise weights_error("--captioner", entry, exc) from exc
+            raise weights_error("captioner", entry, exc) from exc
         self.tokenizer.padding_side = "left"
 
     def generate(self, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[str]:
@@ -158,7 +158,7 @@ class VllmCaptioner:
             import vllm
         except ImportError as exc:
             raise UsageError(
-                "--engine",
+                "engine",
                 "vllm",
                 "vLLM is not installed; pip install 'autocomp[vllm]' "
                 "(a GPU image: vLLM pins its own torch) or use --engine transformers",
@@ -181,7 +181,7 @@ def load_captioner(
     name: str, engine: str = "transformers", device: str | None = None, **overrides: Any
 ) -> Captioner:
     if engine not in ENGINES:
-        raise UsageError("--engine", engine, f"must be one of {', '.join(ENGINES)}")
+        raise UsageError("engine", engine, f"must be one of {', '.join(ENGINES)}")
     entry = get_generation_model("captioner", name)
     return ENGINE_CLASSES[engine](entry, device=device, **overrides)
 
@@ -243,13 +243,13 @@ def check_config(config: CaptionConfig) -> GenerationModel:
     """The caption settings are valid (before any work; the pipelines check their parameters
     with it too); returns the captioner's registry entry."""
     if config.fallback not in FALLBACKS:
-        raise UsageError("--fallback", config.fallback, "must be 'minimal' or not given")
+        raise UsageError("fallback", config.fallback, "must be 'minimal' or not given")
     if config.engine not in ENGINES:
-        raise UsageError("--engine", config.engine, f"must be one of {', '.join(ENGINES)}")
+        raise UsageError("engine", config.engine, f"must be one of {', '.join(ENGINES)}")
     entry = get_generation_model("captioner", config.captioner)
     check_settings(entry, config.settings)
     if config.batch_size < 1:
-        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+        raise UsageError("batch_size", config.batch_size, "must be at least 1")
     check_device(config.device)
     check_shard_args(None, config.num_shards)
     return entry
@@ -266,13 +266,13 @@ def caption_stage(
     """`autocomp caption`: caption the concepts of the selected shards; returns counts."""
     entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
-    source = open_parquet(concepts, "--concepts")
+    source = open_parquet(concepts, "concepts")
     require_columns(
         concepts,
         source.schema_arrow,
         tuple(CONCEPTS_SCHEMA.names),
         "give a concepts table (autocomp sample)",
-        option="--concepts",
+        option="concepts",
     )
     folder = prepare_folder(out)
     record = {
@@ -284,9 +284,9 @@ def caption_stage(
         "input_sha256": file_sha256(Path(concepts)),
         "num_shards": config.num_shards,
     }
-    table = read_rows(source, concepts, "--concepts", CONCEPTS_SCHEMA.names)
+    table = read_rows(source, concepts, "concepts", CONCEPTS_SCHEMA.names)
     for i, row in enumerate(table.to_pylist()):
-        where = f"--concepts row {i} ({row['concept_id']})"
+        where = f"concepts row {i} ({row['concept_id']})"
         check_concept_row(load_family(row["family"]), row, where, "minimal_caption")
     todo = unfinished(folder, "captions", shards, config.num_shards, record)
     summary = {

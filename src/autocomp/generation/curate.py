@@ -119,18 +119,16 @@ def curate_stage(
 ) -> dict[str, int]:
     """`autocomp curate`: curated.parquet and survival.parquet in `out`; returns set sizes."""
     folder = prepare_folder(out)
-    render_table, render_meta = read_stage(render, "render", "--render")
-    verdict_table, verdict_meta = read_stage(verdicts, "verdicts", "--verdicts")
-    caption_rows = (
-        read_stage(captions, "captions", "--captions")[0].to_pylist() if captions else None
-    )
+    render_table, render_meta = read_stage(render, "render", "render")
+    verdict_table, verdict_meta = read_stage(verdicts, "verdicts", "verdicts")
+    caption_rows = read_stage(captions, "captions", "captions")[0].to_pylist() if captions else None
     vrows = verdict_table.to_pylist()
     outcomes = sample_outcomes(vrows)
     samples = render_table.to_pylist()
     unvalidated = [s["sample_id"] for s in samples if s["sample_id"] not in outcomes]
     if unvalidated:
         raise UsageError(
-            "--verdicts",
+            "verdicts",
             str(verdicts),
             f"has no verdicts for {len(unvalidated)} rendered sample(s) "
             f"(first: {unvalidated[0]}); validate every render shard first",
@@ -164,8 +162,8 @@ def curate_stage(
         "render": render_meta.get("config"),
         "validation": verdict_meta.get("config"),
         "keep_rejected": config.keep_rejected,
-        "render_sha256": input_digest(render, "render", "--render"),
-        "verdicts_sha256": input_digest(verdicts, "verdicts", "--verdicts"),
+        "render_sha256": input_digest(render, "render", "render"),
+        "verdicts_sha256": input_digest(verdicts, "verdicts", "verdicts"),
     }
     write_table(
         pa.Table.from_pylist(rows, schema),

@@ -61,7 +61,7 @@ class Detector(_ProcessorModel):
     """Open-vocabulary detection with Grounding DINO (box and text thresholds from settings)."""
 
     model_class = "AutoModelForZeroShotObjectDetection"
-    option = "--detector"
+    option = "detector"
 
     @property
     def max_text_len(self) -> int:
@@ -102,7 +102,7 @@ class Segmenter(_ProcessorModel):
     """SAM2 masks prompted by boxes: one boolean (height, width) union mask per image."""
 
     model_class = "Sam2Model"
-    option = "--segmenter"
+    option = "segmenter"
 
     def union_mask(self, image: Any, boxes: Sequence[Box]) -> Any:
         import numpy as np

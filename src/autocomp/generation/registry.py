@@ -57,19 +57,19 @@ def check_settings(entry: GenerationModel, overrides: dict[str, Any]) -> None:
     for key, value in overrides.items():
         if key not in entry.settings:
             known = ", ".join(entry.settings)
-            raise UsageError("--set", key, f"is not a setting of {entry.name}; known: {known}")
+            raise UsageError("settings", key, f"is not a setting of {entry.name}; known: {known}")
         default = entry.settings[key]
         if not _kind_ok(default, value):
             kind = "number" if isinstance(default, int | float) else type(default).__name__
             raise UsageError(
-                "--set", f"{key}={value!r}", f"{key} must be a {kind} (default {default!r})"
+                "settings", f"{key}={value!r}", f"{key} must be a {kind} (default {default!r})"
             )
         low, high = SETTING_RANGES.get(key, (None, None))
         if (low is not None and value < low) or (high is not None and value > high):
             bounds = (
                 f"{low if low is not None else '-inf'} to {high if high is not None else 'inf'}"
             )
-            raise UsageError("--set", f"{key}={value!r}", f"{key} must be from {bounds}")
+            raise UsageError("settings", f"{key}={value!r}", f"{key} must be from {bounds}")
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def get_generation_model(
     models = generation_models(role, path)
     if name not in models:
         raise UsageError(
-            f"--{role}",
+            role,
             name,
             f"unknown {role}; registered: {', '.join(models)} (generation/models.yaml)",
         )

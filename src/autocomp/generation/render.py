@@ -138,7 +138,7 @@ class Renderer:
             else:
                 self.pipe = pipeline_class.from_pretrained(entry.source(), dtype=dtype)
         except (OSError, ValueError) as exc:
-            raise weights_error("--renderer", entry, exc) from exc
+            raise weights_error("renderer", entry, exc) from exc
         self.pipe = self.pipe.to(self.device)
         self.pipe.set_progress_bar_config(disable=True)
 
@@ -213,7 +213,7 @@ def check_config(config: RenderConfig) -> GenerationModel:
     check_settings(entry, config.settings)
     check_shard_args(None, config.num_shards)
     if config.batch_size < 1:
-        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+        raise UsageError("batch_size", config.batch_size, "must be at least 1")
     check_device(config.device)
     return entry
 
@@ -233,7 +233,7 @@ def render_stage(
     shards = check_shard_args(shard, config.num_shards)
     folder = prepare_folder(out)
     images = images or ImageFolder(folder)
-    table, _ = read_stage(captions, "captions", "--captions")
+    table, _ = read_stage(captions, "captions", "captions")
     require_columns(
         captions,
         table.schema,
@@ -308,5 +308,5 @@ def render_record(captions: str | Path, config: RenderConfig) -> dict[str, Any]:
         "renderer": entry.record(config.settings),
         "seed": config.seed,
         "num_shards": config.num_shards,
-        "input_sha256": input_digest(captions, "captions", "--captions"),
+        "input_sha256": input_digest(captions, "captions", "captions"),
     }

@@ -217,7 +217,7 @@ def check_detector_vocabulary(models: Models, names: set[str]) -> None:
     too_long = detector.too_long(sorted(names))
     if too_long:
         raise UsageError(
-            "--input",
+            "render",
             ", ".join(too_long[:5]),
             f"object name(s) too long for the detector's text query ({detector.max_text_len} "
             "tokens); shorten them in the vocabulary",
@@ -228,24 +228,24 @@ def check_config(config: ValidateConfig) -> tuple[GenerationModel, GenerationMod
     """The validate settings are valid (before any work; the pipelines check their parameters
     with it too); returns the detector's, the segmenter's and the VQA judge's entries."""
     if config.masks not in MASKS:
-        raise UsageError("--masks", config.masks, f"must be one of {', '.join(MASKS)}")
+        raise UsageError("masks", config.masks, f"must be one of {', '.join(MASKS)}")
     overrides = config.settings
     det = get_generation_model("detector", config.detector)
     seg = get_generation_model("segmenter", config.segmenter)
     unknown_roles = sorted(set(overrides) - {"detector", "segmenter"})
     if unknown_roles:
-        raise UsageError("--set", unknown_roles[0], "settings belong to detector or segmenter")
+        raise UsageError("settings", unknown_roles[0], "settings belong to detector or segmenter")
     check_settings(det, overrides.get("detector", {}))
     check_settings(seg, overrides.get("segmenter", {}))
     if config.batch_size < 1:
-        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+        raise UsageError("batch_size", config.batch_size, "must be at least 1")
     check_device(config.device)
     try:
         judge = get_model(config.vqa)
     except UsageError as exc:
-        raise UsageError("--vqa", config.vqa, exc.fix) from None
+        raise UsageError("vqa", config.vqa, exc.fix) from None
     if judge.backend != "transformers_vlm":
-        raise UsageError("--vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
+        raise UsageError("vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
     check_shard_args(None, config.num_shards)
     return det, seg, judge
 
@@ -268,7 +268,7 @@ def validate_stage(
     overrides = config.settings
     shards = check_shard_args(shard, config.num_shards)
     folder = prepare_folder(out)
-    table, _ = read_stage(render, "render", "--render", only=shard)
+    table, _ = read_stage(render, "render", "render", only=shard)
     require_columns(
         render,
         table.schema,
@@ -283,7 +283,7 @@ def validate_stage(
         **overrides.get("segmenter", {}),
         "masks": config.masks,
     }
-    record = validate_record(config, input_digest(render, "render", "--render", only=shard))
+    record = validate_record(config, input_digest(render, "render", "render", only=shard))
     todo = unfinished(folder, "verdicts", shards, config.num_shards, record)
     summary = {"samples": 0, "passed": 0, "skipped_shards": len(shards) - len(todo)}
     if not todo:

@@ -28,7 +28,7 @@ class VqaJudge:
         if self.entry.backend != "transformers_vlm":
             from autocomp.errors import UsageError
 
-            raise UsageError("--vqa", name, "must be a generative VLM (backend transformers_vlm)")
+            raise UsageError("vqa", name, "must be a generative VLM (backend transformers_vlm)")
         self.scorer = scorer or load_scorer(name, device=device)
 
     def option_scores(self, asked: Sequence[tuple[str, Any, Question]]) -> list[list[float]]:

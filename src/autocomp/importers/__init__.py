@@ -44,11 +44,11 @@ def import_benchmark(
     """Import `source` in format `fmt` as the benchmark folder `out`; return the report."""
     known = formats()
     if fmt not in known:
-        raise UsageError("FORMAT", fmt, f"must be one of {', '.join(sorted(known))}")
+        raise UsageError("fmt", fmt, f"must be one of {', '.join(sorted(known))}")
     if config.protocol not in PROTOCOLS:
-        raise UsageError("--protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
+        raise UsageError("protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
     if config.condition not in ("", *CONDITIONS):
-        raise UsageError("--condition", config.condition, f"must be {' or '.join(CONDITIONS)}")
+        raise UsageError("condition", config.condition, f"must be {' or '.join(CONDITIONS)}")
     if config.condition and fmt != "autocomp-release":
-        raise UsageError("--condition", config.condition, f"applies to autocomp-release, not {fmt}")
+        raise UsageError("condition", config.condition, f"applies to autocomp-release, not {fmt}")
     return known[fmt](source, out, images, config)

@@ -87,7 +87,7 @@ def _labels_column(source: TableSource) -> str:
     found = [c for c in FAMILIES if c in source.schema.names]
     if len(found) != 1:
         what = "both colors and relations" if found else "neither colors nor relations"
-        raise UsageError("--source", str(source.path), f"has {what}; {HINT}")
+        raise UsageError("source", str(source.path), f"has {what}; {HINT}")
     return found[0]
 
 
@@ -104,13 +104,13 @@ def layout_of(source: TableSource, condition: str = "") -> Layout:
                 if len(present) == 1:
                     other = pair[1] if present[0] == pair[0] else pair[0]
                     raise UsageError(
-                        "--source", str(source.path), f"has {present[0]} without {other}; {HINT}"
+                        "source", str(source.path), f"has {present[0]} without {other}; {HINT}"
                     )
                 paired.setdefault(cond, pair)
     if paired:
         if condition and condition not in paired:
             held = " and ".join(paired)
-            raise UsageError("--condition", condition, f"the source holds {held} only")
+            raise UsageError("condition", condition, f"the source holds {held} only")
         kept = {c: p for c, p in paired.items() if not condition or c == condition}
         return Layout("json" if source.kind == "json" else "paired", labels, kept)
     if not set(SINGLE) <= names:
@@ -118,13 +118,13 @@ def layout_of(source: TableSource, condition: str = "") -> Layout:
     named = condition_in_name(source.path)
     if condition and named and condition != named:
         raise UsageError(
-            "--condition", condition, f"the source's name says {named} ({source.path}); give "
+            "condition", condition, f"the source's name says {named} ({source.path}); give "
             "the matching one"
         )  # fmt: skip
     chosen = condition or named
     if not chosen:
         raise UsageError(
-            "--source", str(source.path), "holds one condition (caption / image columns) and its "
+            "source", str(source.path), "holds one condition (caption / image columns) and its "
             "name does not say which; pass --condition minimal or --condition contextual"
         )  # fmt: skip
     return Layout("single", labels, {chosen: SINGLE})
@@ -143,7 +143,7 @@ def _item_id(file: Path, index: int, item: dict[str, Any]) -> int:
     value = item.get("id")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageError(
-            "--source", f"{file} item {index}", f"id {value!r} is not a whole number 0 or more "
+            "source", f"{file} item {index}", f"id {value!r} is not a whole number 0 or more "
             "(its image files are named from it: concept_{id:05d}_handmade.webp)"
         )  # fmt: skip
     return value
@@ -156,18 +156,18 @@ def json_rows(file: Path, data: Any) -> pa.Table:
     kept as they are, and a row whose values do not fit is dropped and counted later."""
     if not isinstance(data, list) or not data or not all(isinstance(i, dict) for i in data):
         raise UsageError(
-            "--source", str(file), "must be a non-empty JSON list of objects (id, task_type, "
+            "source", str(file), "must be a non-empty JSON list of objects (id, task_type, "
             "objects, attributes, handmade_caption, llm_caption) as generate_captions.py writes"
         )  # fmt: skip
     kinds = Counter(item.get("task_type") for item in data)
     unknown = [k for k in kinds if k not in TASK_TYPES]
     if unknown:
         raise UsageError(
-            "--source", str(file), f"task_type {unknown[0]!r}: must be color or position"
+            "source", str(file), f"task_type {unknown[0]!r}: must be color or position"
         )
     if len(kinds) > 1:
         raise UsageError(
-            "--source", str(file), f"mixes task types ({', '.join(sorted(kinds))}); import one "
+            "source", str(file), f"mixes task types ({', '.join(sorted(kinds))}); import one "
             "task type at a time"
         )  # fmt: skip
     labels = TASK_TYPES[next(iter(kinds))]

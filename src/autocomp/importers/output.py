@@ -47,14 +47,14 @@ def check_out(out: str | Path, force: bool) -> Path:
     and it does not exist yet (unless `force`)."""
     out = Path(out)
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist; create it first")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist; create it first")
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder path for the benchmark")
+        raise UsageError("out", str(out), "is a file; give a folder path for the benchmark")
     if out.exists() and not force:
         raise UsageError(
-            "--out", str(out), "exists; choose a new folder, or pass --force to replace it"
+            "out", str(out), "exists; choose a new folder, or pass --force to replace it"
         )
-    check_writable(out.parent, "--out", out)
+    check_writable(out.parent, "out", out)
     sweep_stale(out.parent)
     return out
 
@@ -64,7 +64,7 @@ def building(out: Path) -> contextlib.AbstractContextManager[Path]:
     return atomic_folder(out, replace=True)
 
 
-def locate(root: Path, ref: str, option: str = "--images", flat: bool = False) -> Path | None:
+def locate(root: Path, ref: str, option: str = "images", flat: bool = False) -> Path | None:
     """The file image `ref` names under `root` (None: not there). With `flat`, a reference with
     folders ("handmade/concept_00001_handmade.webp", names the importer made) is also looked
     for by its file name directly under `root`, so --images may be the folder that holds both
@@ -79,7 +79,7 @@ def locate(root: Path, ref: str, option: str = "--images", flat: bool = False) -
     return next((p for p in candidates if p.is_file()), None)
 
 
-def read_image(root: Path | None, ref: str, option: str = "--images", flat: bool = False) -> bytes:
+def read_image(root: Path | None, ref: str, option: str = "images", flat: bool = False) -> bytes:
     """The bytes of image `ref` under `root` (see `locate`); MissingImage if it is not there,
     UsageError if the reference leaves the root."""
     if root is None:

@@ -219,7 +219,7 @@ class _Reader:
             self.drop_image(sample, "missing", "no image")
             return None
         if self.root is None:
-            raise UsageError("--images", None, f"image {name!r} is a file name: give its folder")
+            raise UsageError("images", None, f"image {name!r} is a file name: give its folder")
         try:
             return output.read_image(self.root, name, flat=self.layout.name == "json")
         except output.MissingImage as exc:
@@ -234,7 +234,7 @@ class _Reader:
             said = "is missing" if what == "missing" else what
             named = f" {name}" if name and what != "missing" else ""
             raise UsageError(
-                "--source", f"row {sample['release_row']} {column}",
+                "source", f"row {sample['release_row']} {column}",
                 f"the image{named} {said} ({detail}); restore it, or pass --skip-missing to "
                 "drop and count such samples",
             )  # fmt: skip
@@ -273,7 +273,7 @@ def _benchmark(samples: list[dict[str, Any]], protocol: str, path: Path) -> None
                 columns = candidate_columns(rows, protocol)
             except ProtocolError as exc:
                 raise UsageError(
-                    "--source", f"rows {chunk[0]['release_row']}-{chunk[-1]['release_row']}",
+                    "source", f"rows {chunk[0]['release_row']}-{chunk[-1]['release_row']}",
                     f"candidate sets cannot be built ({exc})",
                 ) from exc  # fmt: skip
             plain = [
@@ -294,7 +294,7 @@ def _image_value(value: Any, root: Path | None, where: str, flat: bool) -> dict[
     try:
         return {"bytes": output.read_image(root, str(ref), flat=flat), "path": str(ref)}
     except output.MissingImage as exc:
-        raise UsageError("--images", str(exc), f"{where}: vanished during the import") from None
+        raise UsageError("images", str(exc), f"{where}: vanished during the import") from None
 
 
 def _with_images(bench: Path, source: TableSource, layout: Layout, root: Path | None) -> Iterator:
@@ -327,10 +327,10 @@ def import_release(
     layout = layout_of(source, config.condition)
     root = Path(images) if images is not None else None
     if root is not None and not root.is_dir():
-        raise UsageError("--images", str(root), "is not a folder; give the release's image folder")
+        raise UsageError("images", str(root), "is not a folder; give the release's image folder")
     if root is None and layout.name == "json":
         raise UsageError(
-            "--images", None, "the JSON names image files: give the folder holding handmade/ and "
+            "images", None, "the JSON names image files: give the folder holding handmade/ and "
             "llm/ (generate_images.py's --output_dir)"
         )  # fmt: skip
     family = load_family(layout.family)
@@ -342,7 +342,7 @@ def import_release(
     if not samples:
         reasons = {**tally.rows_dropped, **tally.samples_dropped}
         top = ", ".join(f"{k}: {v}" for k, v in Counter(reasons).most_common(3)) or "no rows"
-        raise UsageError("--source", str(source.path), f"no sample could be imported ({top})")
+        raise UsageError("source", str(source.path), f"no sample could be imported ({top})")
     with output.building(out) as folder, tempfile.TemporaryDirectory(dir=folder) as work:
         bench = Path(work) / "benchmark.parquet"
         with row_progress("import: candidate sets", len(samples)) as advance:

@@ -53,14 +53,14 @@ class TableSource:
             except (OSError, pa.ArrowException) as exc:
                 problem = " ".join(str(exc).split())[:160]
                 raise UsageError(
-                    "--source", str(file), f"holds damaged data ({problem}); download it again"
+                    "source", str(file), f"holds damaged data ({problem}); download it again"
                 ) from None
 
     def require(self, columns: Sequence[str], hint: str) -> None:
         missing = [c for c in columns if c not in self.schema.names]
         if missing:
             raise UsageError(
-                "--source", str(self.path), f"missing column(s) {', '.join(missing)}; {hint}"
+                "source", str(self.path), f"missing column(s) {', '.join(missing)}; {hint}"
             )
 
 
@@ -83,7 +83,7 @@ def _arrow_files(folder: Path) -> list[Path]:
         names = [f["filename"] for f in json.loads(state.read_text())["_data_files"]]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         raise UsageError(
-            "--source", str(state), "is not a datasets state.json; save the dataset again"
+            "source", str(state), "is not a datasets state.json; save the dataset again"
         ) from None
     files = []
     for name in names:
@@ -91,7 +91,7 @@ def _arrow_files(folder: Path) -> list[Path]:
             files.append(resolve_inside(folder, name))
         except OutsideRoot as exc:
             raise UsageError(
-                "--source", str(state), f"names a file outside its folder ({exc}); refused: "
+                "source", str(state), f"names a file outside its folder ({exc}); refused: "
                 "save the dataset again"
             ) from None  # fmt: skip
     return files
@@ -111,7 +111,7 @@ def _schema(file: Path, kind: str) -> pa.Schema:
             return pa.ipc.open_stream(stream).schema
     except (OSError, pa.ArrowException) as exc:
         fix = f"is not a readable {kind} file ({' '.join(str(exc).split())[:120]})"
-        raise UsageError("--source", str(file), fix) from None
+        raise UsageError("source", str(file), fix) from None
 
 
 def read_json(file: Path) -> Any:
@@ -119,12 +119,12 @@ def read_json(file: Path) -> Any:
     try:
         return json.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise UsageError("--source", str(file), f"cannot be read ({exc.strerror})") from None
+        raise UsageError("source", str(file), f"cannot be read ({exc.strerror})") from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise UsageError("--source", str(file), f"is not valid JSON ({exc})") from None
+        raise UsageError("source", str(file), f"is not valid JSON ({exc})") from None
     except RecursionError:
         raise UsageError(
-            "--source", str(file), "is JSON nested too deeply to read; give the release's file"
+            "source", str(file), "is JSON nested too deeply to read; give the release's file"
         ) from None
 
 
@@ -146,7 +146,7 @@ def open_source(path: str | Path, json_rows: JsonRows | None = None) -> TableSou
     source of this format)."""
     path = Path(path)
     if not path.exists():
-        raise UsageError("--source", str(path), "no such file or folder")
+        raise UsageError("source", str(path), "no such file or folder")
     if path.is_file():
         kind = {".arrow": "arrow", ".json": "json"}.get(path.suffix.lower(), "parquet")
         files = [path]
@@ -160,15 +160,15 @@ def open_source(path: str | Path, json_rows: JsonRows | None = None) -> TableSou
             if len(files) > 1:
                 names = ", ".join(p.name for p in files[:4])
                 raise UsageError(
-                    "--source", str(path), f"holds {len(files)} JSON files ({names}); import "
+                    "source", str(path), f"holds {len(files)} JSON files ({names}); import "
                     "each with its own image folder (their concept ids overlap)"
                 )  # fmt: skip
         if not files:
             what = ".parquet, datasets .arrow" + (" or .json" if json_rows else "")
-            raise UsageError("--source", str(path), f"holds no {what} files")
+            raise UsageError("source", str(path), f"holds no {what} files")
     if kind == "json":
         if json_rows is None:
-            raise UsageError("--source", str(path), "is JSON; give the release's Parquet files")
+            raise UsageError("source", str(path), "is JSON; give the release's Parquet files")
         table = json_rows(files[0], read_json(files[0]))
         return TableSource(path, tuple(files), kind, table.schema, table)
     schemas = [_schema(f, kind) for f in files]
@@ -176,7 +176,7 @@ def open_source(path: str | Path, json_rows: JsonRows | None = None) -> TableSou
     for file, schema in zip(files[1:], schemas[1:]):
         if schema.names != schemas[0].names:
             raise UsageError(
-                "--source", str(file), f"has other columns than {_shown(files[0], root)} "
+                "source", str(file), f"has other columns than {_shown(files[0], root)} "
                 f"({', '.join(schema.names)} vs {', '.join(schemas[0].names)}); give one release",
             )  # fmt: skip
     return TableSource(path, tuple(files), kind, schemas[0])

@@ -55,14 +55,14 @@ ABOUT = (
 def source_files(source: Path) -> list[Path]:
     """The category files of a source (one .json file, or the .json files of a folder)."""
     if not source.exists():
-        raise UsageError("--source", str(source), "no such file or folder")
+        raise UsageError("source", str(source), "no such file or folder")
     files = sorted(source.glob("*.json")) if source.is_dir() else [source]
     if not files:
-        raise UsageError("--source", str(source), "holds no .json files; give SugarCrepe's")
+        raise UsageError("source", str(source), "holds no .json files; give SugarCrepe's")
     for file in files:
         if not CATEGORY.fullmatch(file.stem):
             raise UsageError(
-                "--source", str(file), "the category (file name) may hold letters, digits and _"
+                "source", str(file), "the category (file name) may hold letters, digits and _"
             )
     return files
 
@@ -91,14 +91,14 @@ def read_items(file: Path) -> tuple[dict[str, dict[str, str]], int]:
     try:
         data = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_pairs)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise UsageError("--source", str(file), f"is not valid JSON ({exc})") from None
+        raise UsageError("source", str(file), f"is not valid JSON ({exc})") from None
     except RecursionError:
         raise UsageError(
-            "--source", str(file), "is JSON nested too deeply to read; give SugarCrepe's file"
+            "source", str(file), "is JSON nested too deeply to read; give SugarCrepe's file"
         ) from None
     if not isinstance(data, dict) or not data:
         raise UsageError(
-            "--source", str(file), "must be a non-empty JSON object: id -> {filename, caption, "
+            "source", str(file), "must be a non-empty JSON object: id -> {filename, caption, "
             "negative_caption}",
         )  # fmt: skip
     repeats = data.pop(DUPLICATES, [])
@@ -110,7 +110,7 @@ def read_items(file: Path) -> tuple[dict[str, dict[str, str]], int]:
         ]
         if missing:
             raise UsageError(
-                "--source", f"{file.name} item {key}", f"needs string field(s) {', '.join(missing)}"
+                "source", f"{file.name} item {key}", f"needs string field(s) {', '.join(missing)}"
             )
     return data, len(repeats)
 
@@ -178,7 +178,7 @@ def _skip(
     """An item whose image cannot be used: stop naming it, or (skip_missing) count it."""
     if not config.skip_missing:
         raise UsageError(
-            "--images", str(path), f"{what} ({where}); give the COCO val2017 folder, or pass "
+            "images", str(path), f"{what} ({where}); give the COCO val2017 folder, or pass "
             "--skip-missing to drop and count such items",
         )  # fmt: skip
     reason = "image missing" if what == "is missing" else "image does not decode"
@@ -205,12 +205,12 @@ def import_sugarcrepe(
     out = output.check_out(out, config.force)
     files = source_files(Path(source))
     if images is None or not Path(images).is_dir():
-        raise UsageError("--images", images, "give the COCO val2017 folder SugarCrepe's items name")
+        raise UsageError("images", images, "give the COCO val2017 folder SugarCrepe's items name")
     root = Path(images)
     dropped: Counter = Counter()
     rows = _rows(files, root, config, dropped)
     if not rows:
-        raise UsageError("--source", str(source), f"no item could be imported ({dict(dropped)})")
+        raise UsageError("source", str(source), f"no item could be imported ({dict(dropped)})")
     per_category = Counter(r["category"] for r in rows)
     report = {
         "format": FORMAT, "source": str(source), "files": [f.name for f in files],

@@ -4,18 +4,35 @@ what the CLI refuses. Each stage's configuration is rebuilt from the parameters 
 component rebuilds it (plumbing.configs) and checked by that stage's own rule; the parameters
 no configuration holds (names, the store, models, seeds, negative kinds) are checked here.
 
+A failed check names the pipeline parameter (a ParameterError: `caption_engine`, `count`),
+whichever field the stage's rule names (`engine`, `count`): the plumbing table says which
+parameter sets that field, so the same check reads right from `autocomp submit --param`, from
+`run_local(...)` and from the CLI flags of `autocomp run` (autocomp.cli.flags).
+
 No kfp here (the CLI checks before kfp is imported).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from autocomp.config import NEGATIVE_KINDS
-from autocomp.errors import UsageError
-from autocomp.pipelines.plumbing import Parameter, Required, configs, defaults, kfp_type, parameters
+from autocomp.errors import ParameterError, UsageError
+from autocomp.pipelines.plumbing import (
+    Parameter,
+    Required,
+    configured,
+    defaults,
+    fed,
+    kfp_type,
+    parameters,
+    stage_config,
+    stages,
+)
 
 NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # a benchmark name: one path component, no `..`
 
@@ -55,7 +72,7 @@ def _check_models(pipeline: str, models: list[Any]) -> None:
     for name in models:
         entry = get_model(name)
         if pipeline == "finetune_models" and entry.backend != "open_clip":
-            raise UsageError("--model", name, "fine-tuning takes open_clip models only")
+            raise UsageError("models", name, "fine-tuning takes open_clip models only")
 
 
 def _check_run_level(pipeline: str, full: dict[str, Any]) -> None:
@@ -108,30 +125,63 @@ def _stage_rule(stage: str) -> Any:
     return None  # curate: one bool; finetune: FinetuneConfig checks itself when it is made
 
 
+def parameter_name(stage: str, what: str) -> str:
+    """A stage's error name (`batch_size`, `settings`, `input_path row 3`) as the pipeline
+    parameter that sets that field (`caption_batch_size`, `caption_settings`); a field no
+    parameter sets as `stage.field`; anything else (a file, a row) as it is."""
+    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", what)
+    if match is None:
+        return what
+    field, rest = match[0], what[match.end() :]
+    if field in fed(stage):
+        return fed(stage)[field].name + rest
+    if field in {f.name for f in dataclasses.fields(stages()[stage])}:
+        return f"{stage}.{field}{rest}"
+    return what
+
+
+@contextlib.contextmanager
+def _as_parameter(stage: str | None = None) -> Iterator[None]:
+    """A check's UsageError as a ParameterError naming the parameter (`stage`: the stage whose
+    configuration is checked; None: the names are parameter names already)."""
+    try:
+        yield
+    except ParameterError:
+        raise
+    except UsageError as exc:
+        what = exc.what if stage is None else parameter_name(stage, exc.what)
+        raise ParameterError(what, exc.value, exc.fix) from None
+
+
 def check(pipeline: str, given: Mapping[str, Any]) -> dict[str, Any]:
     """Every parameter of one run of `pipeline`, checked before anything starts (the local run,
     submit and schedule call it): `given` over the defaults of the paper profile; unknown names,
     missing required ones and wrong types refused; each stage's configuration rebuilt from its
     parameters as its component rebuilds it and checked by its stage's own rule; names, models,
-    seeds and negative kinds. Returns the run's full parameters."""
+    seeds and negative kinds. Returns the run's full parameters; a failure is a ParameterError
+    that names the parameter."""
     table = {p.name: p for p in parameters(pipeline)}
     unknown = sorted(set(given) - set(table))
     if unknown:
         known = ", ".join(sorted(table))
-        raise UsageError(unknown[0], None, f"{pipeline} has no such parameter; known: {known}")
+        raise ParameterError(unknown[0], None, f"{pipeline} has no such parameter; known: {known}")
     full = {**defaults(pipeline), **given}
     missing = [name for name, value in full.items() if isinstance(value, Required)]
     if missing:
-        raise UsageError(missing[0], None, f"{pipeline} needs it; give {missing[0]}=...")
-    for name, value in full.items():
-        _check_type(table[name], value)
-    _check_run_level(pipeline, full)
-    for stage, config in configs(pipeline, full).items():
-        rule = _stage_rule(stage)
-        if rule is not None:
-            rule(config)
+        raise ParameterError(missing[0], None, f"{pipeline} needs it; give {missing[0]}=...")
+    with _as_parameter():
+        for name, value in full.items():
+            _check_type(table[name], value)
+        _check_run_level(pipeline, full)
+    for stage in configured(pipeline):
+        with _as_parameter(stage):
+            config = stage_config(stage, full)
+            rule = _stage_rule(stage)
+            if rule is not None:
+                rule(config)
     if "confusion" in full.get("negatives", []):
         from autocomp.finetune.sampler import check_attribute_family
 
-        check_attribute_family(full["family"])
+        with _as_parameter("finetune"):
+            check_attribute_family(full["family"])
     return full

@@ -236,7 +236,7 @@ def unplumbed(local_only: Mapping[str, str] | None = None) -> list[str]:
 
 def parameters(pipeline: str) -> tuple[Parameter, ...]:
     if pipeline not in PARAMETERS:
-        raise UsageError("--pipeline", pipeline, f"must be one of {', '.join(PARAMETERS)}")
+        raise UsageError("pipeline", pipeline, f"must be one of {', '.join(PARAMETERS)}")
     return PARAMETERS[pipeline]
 
 
@@ -365,12 +365,18 @@ def _whole_numbers(value: Any) -> Any:
     return value
 
 
+def configured(pipeline: str) -> list[str]:
+    """The stages whose configuration `pipeline`'s parameters set, in the Profile's order."""
+    touched = {path.partition(".")[0] for p in parameters(pipeline) for path in p.feeds}
+    return [stage for stage in stages() if stage in touched]
+
+
+def stage_config(stage: str, given: Mapping[str, Any]) -> Any:
+    """The configuration of `stage` a component makes from the pipeline's parameters `given`."""
+    return stages()[stage](**values(stage, inputs(stage, given)))
+
+
 def configs(pipeline: str, given: Mapping[str, Any]) -> dict[str, Any]:
     """The stage configurations one run of `pipeline` would make from its parameters, as its
     components make them (stage -> XConfig(**values))."""
-    touched = {path.partition(".")[0] for p in parameters(pipeline) for path in p.feeds}
-    made = {}
-    for stage, kind in stages().items():
-        if stage in touched:
-            made[stage] = kind(**values(stage, inputs(stage, given)))
-    return made
+    return {stage: stage_config(stage, given) for stage in configured(pipeline)}

@@ -161,7 +161,7 @@ def check_n(family: Family, n: int) -> None:
         fix = f"family {family.name!r} supports N from {family.n_min} to {family.n_max}"
         if family.is_relation and n == 1:
             fix += " (a relation joins two objects; use color or shape_color for the N=1 split)"
-        raise UsageError("--n", n, fix)
+        raise UsageError("n", n, fix)
 
 
 def check_concept_row(
@@ -169,7 +169,7 @@ def check_concept_row(
 ) -> None:
     """A table row states a concept of `family`: n a whole number in the family's range,
     `objects` n known objects, `attributes` the right number of known labels, and (when given)
-    a non-empty caption. `where` names the row in the error ("--input row 3 (c-12)")."""
+    a non-empty caption. `where` names the row in the error ("input_path row 3 (c-12)")."""
     n = row.get("n")
     if not isinstance(n, int) or isinstance(n, bool):
         raise UsageError(where, n, "column n must be a whole number (the number of objects)")
@@ -276,10 +276,10 @@ def sample_concepts(family: Family, n: int, count: int, seed: int) -> list[Conce
     check_n(family, n)
     total = count_concepts(family, n)
     if count < 1:
-        raise UsageError("--count", count, "must be at least 1")
+        raise UsageError("count", count, "must be at least 1")
     if count > total:
         raise UsageError(
-            "--count",
+            "count",
             count,
             f"family {family.name!r} has only {total:,} distinct concepts at N={n}; "
             f"ask for at most {total:,}",

@@ -207,7 +207,7 @@ def load_family(name: str) -> Family:
     """Load one family by name; unknown names get the list of known ones (and a suggestion)."""
     files = available_families()
     if name not in files:
-        raise UsageError("--family", name, _suggest(name, sorted(files)))
+        raise UsageError("family", name, _suggest(name, sorted(files)))
     return _load_cached(str(files[name]), _mtime(files[name]))
 
 

@@ -91,7 +91,7 @@ def sample_stage(
     """`autocomp sample`: write the concepts table atomically; return it (`force`: replace an
     existing table)."""
     if seed < 0:
-        raise UsageError("--seed", seed, "must be 0 or more")
+        raise UsageError("seed", seed, "must be 0 or more")
     out = check_output_path(out, force=force)
     family = load_family(family_name)
     table, document = concepts_table(family, n, count, seed)
@@ -121,7 +121,7 @@ def benchmark_batch(
 
     def where(i: int) -> str:
         concept = concepts[i] if concepts else None
-        return f"--input row {first_row + i}" + (f" ({concept})" if concept else "")
+        return f"input_path row {first_row + i}" + (f" ({concept})" if concept else "")
 
     if not rows_pass_checks(batch, families, caption_column):
         for i in range(batch.num_rows):  # the first bad row raises its own error
@@ -349,11 +349,20 @@ def check_negatives_config(config: NegativesConfig) -> None:
     """The negatives settings are valid (before any work; the pipelines check their parameters
     with it too)."""
     if config.protocol not in PROTOCOLS:
-        raise UsageError("--protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
+        raise UsageError("protocol", config.protocol, f"must be one of {', '.join(PROTOCOLS)}")
     if config.workers is not None and config.workers < 1:
-        raise UsageError("--workers", config.workers, "must be at least 1 (or left out)")
+        raise UsageError("workers", config.workers, "must be at least 1 (or left out)")
     if config.batch_size < 1:
-        raise UsageError("--batch-size", config.batch_size, "must be at least 1")
+        raise UsageError("batch_size", config.batch_size, "must be at least 1")
+
+
+def _table_family(path: str | Path, name: str) -> Family:
+    """A family a table names: one that is not there is the table's error, not a flag's."""
+    try:
+        return load_family(name)
+    except UsageError as exc:
+        fix = f"column family holds {name!r}: {exc.fix}"
+        raise UsageError("input_path", str(path), fix) from None
 
 
 def negatives_stage(
@@ -368,28 +377,27 @@ def negatives_stage(
     """
     protocol, batch_size = config.protocol, config.batch_size
     check_negatives_config(config)
-    source = open_parquet(input_path)
+    source = open_parquet(input_path, "input_path")
     out = check_output_path(out, inputs=(input_path,), force=config.force)
     schema = source.schema_arrow
     hint = "give a concepts table (autocomp sample) or a curated table"
-    require_columns(input_path, schema, CONCEPT_COLUMNS, hint)
+    require_columns(input_path, schema, CONCEPT_COLUMNS, hint, "input_path")
     try:
         caption_column = _caption_column(schema)
     except KeyError:
         raise UsageError(
-            "--input", str(input_path), f"missing column caption (or minimal_caption); {hint}"
+            "input_path", str(input_path), f"missing column caption (or minimal_caption); {hint}"
         ) from None
     clashes = [name for name, _ in BENCHMARK_FIELDS if name in schema.names and name != "caption"]
     if clashes:
-        raise UsageError(
-            "--input", str(input_path), f"already has {clashes[0]}: it is a benchmark table; {hint}"
-        )
+        fix = f"already has {clashes[0]}: it is a benchmark table; {hint}"
+        raise UsageError("input_path", str(input_path), fix)
     if caption_column == "caption":  # the positive is rewritten into "caption"; keep the source
         schema = schema.set(
             schema.get_field_index("caption"), pa.field("source_caption", pa.string())
         )
     names = sorted({str(v) for v in source.read(columns=["family"]).column(0).unique().to_pylist()})
-    families = {name: family_record(load_family(name)) for name in names}
+    families = {name: family_record(_table_family(input_path, name)) for name in names}
     out_schema = pa.schema(list(schema) + [pa.field(n, t) for n, t in BENCHMARK_FIELDS])
     document = provenance(
         "benchmark",
@@ -491,10 +499,10 @@ def parse_specs(specs: str) -> list[tuple[str, int]]:
     for item in (s.strip() for s in specs.split(",") if s.strip()):
         name, sep, n = item.partition(":")
         if not sep or not n.isdigit():
-            raise UsageError("--specs", item, "must look like family:N, e.g. color:2,position:3")
+            raise UsageError("specs", item, "must look like family:N, e.g. color:2,position:3")
         out.append((name, int(n)))
     if not out:
-        raise UsageError("--specs", specs, "names no family:N pair")
+        raise UsageError("specs", specs, "names no family:N pair")
     return out
 
 
@@ -507,11 +515,11 @@ def check_specs(specs: str, count: int) -> list[tuple[str, int]]:
             family = load_family(name)
             concepts_mod.check_n(family, n)
         except UsageError as exc:
-            raise UsageError("--specs", f"{name}:{n}", exc.fix) from None
+            raise UsageError("specs", f"{name}:{n}", exc.fix) from None
         total = concepts_mod.count_concepts(family, n)
         if count < 1 or count > total:
             raise UsageError(
-                "--count", count, f"must be from 1 to {total:,} ({name} N={n} has {total:,})"
+                "count", count, f"must be from 1 to {total:,} ({name} N={n} has {total:,})"
             )
     return pairs
 
@@ -522,7 +530,7 @@ def check_sample_config(config: SampleConfig) -> list[tuple[str, int]]:
     it); returns the (family, N) pairs."""
     pairs = check_specs(config.specs, config.count)
     if config.seed < 0:
-        raise UsageError("--seed", config.seed, "must be 0 or more")
+        raise UsageError("seed", config.seed, "must be 0 or more")
     return pairs
 
 

@@ -23,46 +23,44 @@ BLIND_MODES = ("likelihood", "choice")
 def check_config(config: ScoreConfig) -> None:
     """The mode and the numeric options are valid."""
     if config.limit is not None and config.limit < 1:
-        raise UsageError("--limit", config.limit, "must be at least 1 (items to score)")
+        raise UsageError("limit", config.limit, "must be at least 1 (items to score)")
     if config.batch_size is not None and config.batch_size < 1:
-        raise UsageError(
-            "--batch-size", config.batch_size, "must be at least 1 (texts per forward)"
-        )
+        raise UsageError("batch_size", config.batch_size, "must be at least 1 (texts per forward)")
     if config.max_candidates < 1:
         raise UsageError("max_candidates", config.max_candidates, "must be at least 1")
     if config.blind and config.blind not in BLIND_MODES:
-        raise UsageError("--blind", config.blind, f"must be one of {', '.join(BLIND_MODES)}")
+        raise UsageError("blind", config.blind, f"must be one of {', '.join(BLIND_MODES)}")
     if config.blind == "choice" and config.choice_negatives < 1:
         raise UsageError(
-            "--choice-negatives", str(config.choice_negatives), "must be 1 or more (paper: 49)"
+            "choice_negatives", str(config.choice_negatives), "must be 1 or more (paper: 49)"
         )
     if config.blind == "choice" and config.choice_seed < 0:
-        raise UsageError("--choice-seed", str(config.choice_seed), "must be 0 or more")
+        raise UsageError("choice_seed", str(config.choice_seed), "must be 0 or more")
 
 
 def check_images(config: ScoreConfig) -> None:
     """The images folder, if given, is a folder."""
     if config.images is not None and not Path(config.images).is_dir():
-        raise UsageError("--images", config.images, "is not a folder; give the images folder")
+        raise UsageError("images", config.images, "is not a folder; give the images folder")
 
 
 def check_mode(entry: ModelEntry, config: ScoreConfig) -> None:
     """The model can run in the requested mode (blind: generative models only)."""
     if config.blind and entry.backend != "transformers_vlm":
         raise UsageError(
-            "--blind", entry.name, "scores captions without images with generative models only"
+            "blind", entry.name, "scores captions without images with generative models only"
         )
 
 
 def check_out(out: Path) -> None:
     """The output folder can hold model folders."""
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder for the run")
+        raise UsageError("out", str(out), "is a file; give a folder for the run")
     if not out.parent.is_dir():
-        raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
     if (out / "run.json").is_file():
         raise UsageError(
-            "--out",
+            "out",
             str(out),
             "holds a one-model run of an earlier autocomp (run.json at its top); each model now "
             "has its folder <out>/<model>/: move the run's files into it to resume, or give a "
@@ -78,16 +76,16 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
         return
     benchmark, schema = source.path, source.schema
     hint = "give a benchmark table (autocomp negatives)"
-    require_columns(benchmark, schema, REQUIRED, hint, option="--benchmark")
+    require_columns(benchmark, schema, REQUIRED, hint, option="benchmark")
     if not config.blind:
         if "image" not in schema.names:
             raise UsageError(
-                "--benchmark", str(benchmark), "has no image column; pass --blind to score "
+                "benchmark", str(benchmark), "has no image column; pass --blind to score "
                 "captions alone (generative models)",
             )  # fmt: skip
         if config.images is None and pa.types.is_string(schema.field("image").type):
             raise UsageError(
-                "--images", None, f"{benchmark} names its images by path: give their folder"
+                "images", None, f"{benchmark} names its images by path: give their folder"
             )
     keys = [c for c in ("sample_id", "concept_id", "condition") if c in schema.names]
     ids = with_sample_keys(source.read(keys))["sample_id"]
@@ -95,7 +93,7 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
     repeated = [c["values"] for c in counts.to_pylist() if c["counts"] > 1]
     if repeated:
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(benchmark),
             f"has duplicate sample_id {repeated[0]!r} ({len(repeated)} duplicated); each item "
             "must be listed once",

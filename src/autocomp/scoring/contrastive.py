@@ -308,7 +308,7 @@ def _model_config(architecture: str, shown: str) -> dict[str, Any]:
         close = difflib.get_close_matches(architecture, open_clip.list_models(), n=3, cutoff=0.5)
         hint = f"closest: {', '.join(close)}; " if close else ""
         raise UsageError(
-            "--model",
+            "models",
             shown,
             f"unknown open_clip architecture {architecture}; {hint}open_clip.list_models() "
             "lists all (or give hf-hub:ORG/NAME)",
@@ -327,7 +327,7 @@ def _checkpoint(pretrained: str, shown: str) -> str | None:
         return f"file:{path}"
     if is_file_form:
         raise UsageError(
-            "--model", shown, f"checkpoint {path} not found; give file:/path/to/checkpoint"
+            "models", shown, f"checkpoint {path} not found; give file:/path/to/checkpoint"
         )
     return None
 
@@ -349,7 +349,7 @@ def open_clip_details(
         config = config or {}
         model_cfg = config.get("model_cfg")
         if not isinstance(model_cfg, dict):
-            raise UsageError("--model", shown, "its open_clip_config.json has no model_cfg")
+            raise UsageError("models", shown, "its open_clip_config.json has no model_cfg")
         preprocess.update(config.get("preprocess_cfg") or {})
         weights = architecture
         quick_gelu = bool(model_cfg.get("quick_gelu"))
@@ -366,7 +366,7 @@ def open_clip_details(
             listed = ", ".join(tags[:8]) + (f" and {len(tags) - 8} more" if len(tags) > 8 else "")
             listed = listed or "none"
             raise UsageError(
-                "--model",
+                "models",
                 shown,
                 f"unknown pretrained weights {pretrained!r} for {architecture} (its tags in "
                 f"open_clip.list_pretrained(): {listed}); or give file:/path/to/checkpoint",

@@ -58,7 +58,7 @@ def load_options(
     visible = torch.cuda.device_count()
     if visible < entry.gpus:
         raise UsageError(
-            "--model", entry.name, f"needs {entry.gpus} GPUs and {visible} are visible; "
+            "models", entry.name, f"needs {entry.gpus} GPUs and {visible} are visible; "
             "run it where that many are (the pipeline's score class for it requests them)",
         )  # fmt: skip
     gib = [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(entry.gpus)]

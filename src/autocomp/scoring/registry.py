@@ -149,11 +149,11 @@ def get_model(name: str, path: str | Path | None = None) -> ModelEntry:
     if name not in models:
         close = difflib.get_close_matches(name, list(models), n=3, cutoff=0.4)
         hint = f"closest: {', '.join(close)}; " if close else ""
-        raise UsageError("--model", name, f"unknown model; {hint}`autocomp models` lists all")
+        raise UsageError("models", name, f"unknown model; {hint}`autocomp models` lists all")
     entry = models[name]
     if entry.trust_remote_code and not entry.allow_remote_code:
         raise UsageError(
-            "--model",
+            "models",
             name,
             "its weights need trust_remote_code, which runs code from the hub; review that code, "
             "then set `allow_remote_code: true` on the entry in the registry to allow it",

@@ -88,7 +88,7 @@ def _parse_open_clip(text: str) -> ModelSpec:
     architecture, _, pretrained = rest.partition(":")
     if not architecture or not pretrained:
         raise UsageError(
-            "--model",
+            "models",
             text,
             "give open_clip:ARCH:PRETRAINED (e.g. open_clip:ViT-B-32:laion2b_s34b_b79k, or "
             "open_clip:ViT-B-32:file:/path/to/checkpoint.pt), open_clip:hf-hub:ORG/NAME or "
@@ -104,7 +104,7 @@ def _hub_id(value: str, text: str) -> tuple[str, str | None]:
     repo, _, revision = value.partition("@")
     if not HUB_ID.match(repo) or (revision == "" and "@" in value):
         raise UsageError(
-            "--model",
+            "models",
             text,
             "is neither a local folder nor a hub id ORG/NAME[@REVISION]; check the path or id",
         )
@@ -118,14 +118,14 @@ def _parse_hf(text: str) -> ModelSpec:
         folder = folder.resolve()
         if not (folder / OPEN_CLIP_CONFIG).is_file() and not (folder / "config.json").is_file():
             raise UsageError(
-                "--model",
+                "models",
                 text,
                 f"{folder} holds neither config.json nor {OPEN_CLIP_CONFIG}; give the folder "
                 "a model was saved to (save_pretrained, or an open_clip export)",
             )
         return ModelSpec(text, "hf", safe_name(f"hf-{folder.name}"), source=str(folder))
     if value.startswith(("/", "./", "../", "~")) or folder.exists():
-        raise UsageError("--model", text, f"no such folder {folder}; give a model folder")
+        raise UsageError("models", text, f"no such folder {folder}; give a model folder")
     repo, revision = _hub_id(value, text)
     name = f"hf-{repo.replace('/', '-')}" + (f"-{revision}" if revision else "")
     return ModelSpec(text, "hf", safe_name(name), source=repo, revision=revision)
@@ -143,14 +143,14 @@ def parse_specs(values: str | ModelEntry | Sequence[str | ModelEntry]) -> list[M
         else:
             specs += [parse_spec(t) for t in split_values([value])]
     if not specs:
-        raise UsageError("--model", ",".join(str(v) for v in values), "give at least one model")
+        raise UsageError("models", ",".join(str(v) for v in values), "give at least one model")
     seen: dict[str, str] = {}
     for spec in specs:
         if spec.name in RESERVED:
-            raise UsageError("--model", spec.text, f"{spec.name!r} is reserved for the output")
+            raise UsageError("models", spec.text, f"{spec.name!r} is reserved for the output")
         if spec.name in seen:
             raise UsageError(
-                "--model",
+                "models",
                 spec.text,
                 f"scores into the same folder {spec.name!r} as {seen[spec.name]!r}; give each "
                 "model once",
@@ -166,9 +166,9 @@ def _read_json(path: Path, text: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise UsageError("--model", text, f"{path} is unreadable ({exc})") from None
+        raise UsageError("models", text, f"{path} is unreadable ({exc})") from None
     if not isinstance(data, dict):
-        raise UsageError("--model", text, f"{path} is not a JSON object")
+        raise UsageError("models", text, f"{path} is not a JSON object")
     return data
 
 
@@ -176,11 +176,11 @@ def _open_clip_folder(folder: Path, text: str) -> dict[str, Any]:
     """The open_clip_config.json of an exported open_clip folder that also holds weights."""
     if not (folder / OPEN_CLIP_CONFIG).is_file():
         raise UsageError(
-            "--model", text, f"{folder} holds no {OPEN_CLIP_CONFIG}; give an open_clip export"
+            "models", text, f"{folder} holds no {OPEN_CLIP_CONFIG}; give an open_clip export"
         )
     if not any(next(folder.glob(f"*.{ext}"), None) for ext in ("safetensors", "bin", "pth")):
         raise UsageError(
-            "--model", text, f"{folder} holds no weights (*.safetensors, *.bin or *.pth)"
+            "models", text, f"{folder} holds no weights (*.safetensors, *.bin or *.pth)"
         )
     return _read_json(folder / OPEN_CLIP_CONFIG, text)
 
@@ -196,7 +196,7 @@ def _hub_json(repo: str, filename: str, revision: str | None, text: str) -> dict
         return None
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise UsageError(
-            "--model",
+            "models",
             text,
             f"cannot read {filename} of {repo} ({type(exc).__name__}: {str(exc)[:120]}); on an "
             "offline machine download the model first (HF_HOME) or give its local folder "
@@ -219,7 +219,7 @@ def _configs(spec: ModelSpec) -> tuple[dict | None, dict | None]:
     config = _hub_json(source, "config.json", spec.revision, spec.text)
     if config is None:
         raise UsageError(
-            "--model", spec.text, f"{source} has neither {OPEN_CLIP_CONFIG} nor config.json"
+            "models", spec.text, f"{source} has neither {OPEN_CLIP_CONFIG} nor config.json"
         )
     return None, config
 
@@ -246,7 +246,7 @@ def _open_clip_entry(
 
 def _contrastive_hint(spec: ModelSpec, kind: str) -> UsageError:
     return UsageError(
-        "--model",
+        "models",
         spec.text,
         f"is a transformers {kind} checkpoint without open_clip weights, and autocomp scores "
         "contrastive models with open_clip: give open_clip:ARCH:PRETRAINED (pairs: "
@@ -265,7 +265,7 @@ def _hf_entry(spec: ModelSpec) -> ModelEntry:
         architecture = f"local-dir:{source}" if local else f"hf-hub:{source}"
         if spec.revision:
             raise UsageError(
-                "--model", spec.text, "open_clip loads hub exports at their main branch only; "
+                "models", spec.text, "open_clip loads hub exports at their main branch only; "
                 "drop @REVISION or download that revision and give its folder",
             )  # fmt: skip
         return _open_clip_entry(spec, architecture, None, open_clip_config)
@@ -280,7 +280,7 @@ def _hf_entry(spec: ModelSpec) -> ModelEntry:
         return _open_clip_entry(spec, pair[0], pair[1])
     if "vision_config" not in config or not model_class:
         raise UsageError(
-            "--model",
+            "models",
             spec.text,
             f"is not a vision-language model autocomp can score (model_type {model_type!r}, "
             f"architectures {architectures}); give an open_clip model or a transformers "
@@ -300,7 +300,7 @@ def _vlm_entry(spec: ModelSpec, config: dict[str, Any], model_class: str) -> Mod
             if remote
             else "this transformers has no such class; update transformers or register the model"
         )
-        raise UsageError("--model", spec.text, f"model class {model_class}: {fix}")
+        raise UsageError("models", spec.text, f"model class {model_class}: {fix}")
     dtype = str(config.get("dtype") or config.get("torch_dtype") or "bfloat16")
     return _entry(
         spec,
@@ -327,7 +327,7 @@ def resolve_spec(spec: ModelSpec) -> ModelEntry:
             repo = architecture.removeprefix("hf-hub:")
             config = _hub_json(repo, OPEN_CLIP_CONFIG, None, spec.text)
             if config is None:
-                raise UsageError("--model", spec.text, f"{repo} holds no {OPEN_CLIP_CONFIG}")
+                raise UsageError("models", spec.text, f"{repo} holds no {OPEN_CLIP_CONFIG}")
         return _open_clip_entry(spec, architecture, spec.pretrained, config)
     return _hf_entry(spec)
 

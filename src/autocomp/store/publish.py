@@ -366,7 +366,7 @@ def published_names(store_uri: str) -> list[str]:
     return sorted(n.removeprefix(prefix) for n in found if "/" not in n.removeprefix(prefix))
 
 
-def check_published(store_uri: str, name: str, option: str = "--benchmark") -> dict[str, Any]:
+def check_published(store_uri: str, name: str, option: str = "benchmark") -> dict[str, Any]:
     """The manifest of benchmarks/<name>; a name that is not there is a usage error that lists
     what the store holds."""
     if not name or name.strip("/") != name or any(p in ("", ".", "..") for p in name.split("/")):

@@ -39,11 +39,11 @@ def shard_path(folder: str | Path, kind: str, shard: int, num_shards: int) -> Pa
 def check_shard_args(shard: int | None, num_shards: int) -> list[int]:
     """The shards one invocation runs: one (`--shard`) or all of them, in order."""
     if num_shards < 1:
-        raise UsageError("--num-shards", num_shards, "must be at least 1")
+        raise UsageError("num_shards", num_shards, "must be at least 1")
     if shard is None:
         return list(range(num_shards))
     if not 0 <= shard < num_shards:
-        raise UsageError("--shard", shard, f"must be between 0 and {num_shards - 1}")
+        raise UsageError("shard", shard, f"must be between 0 and {num_shards - 1}")
     return [shard]
 
 
@@ -53,10 +53,10 @@ def prepare_folder(folder: str | Path) -> Path:
     writing anything leaves no empty folder behind."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise UsageError("--out", str(folder), "is a file; give a folder for this stage's shards")
+        raise UsageError("out", str(folder), "is a file; give a folder for this stage's shards")
     if not folder.parent.is_dir():
-        raise UsageError("--out", str(folder), f"folder {folder.parent} does not exist")
-    check_writable(folder if folder.is_dir() else folder.parent, "--out", folder)
+        raise UsageError("out", str(folder), f"folder {folder.parent} does not exist")
+    check_writable(folder if folder.is_dir() else folder.parent, "out", folder)
     sweep_stale(folder)
     sweep_stale(folder / "images")
     return folder
@@ -69,7 +69,7 @@ def finished(path: Path, config: dict[str, Any]) -> bool:
     made_by = read_metadata(path).get("config")
     if made_by != config:
         raise UsageError(
-            "--out",
+            "out",
             str(path.parent),
             f"already holds {path.name} made with another configuration; use a new folder "
             "(or delete it to start over)",
@@ -78,7 +78,7 @@ def finished(path: Path, config: dict[str, Any]) -> bool:
 
 
 def stage_files(
-    path: str | Path, kind: str, option: str = "--input", only: int | None = None
+    path: str | Path, kind: str, option: str = "path", only: int | None = None
 ) -> list[Path]:
     """The shard files of a stage folder (all `k`, or shard `only`), or the one Parquet file
     given. Missing shards are an error that names them."""
@@ -100,7 +100,7 @@ def stage_files(
         raise UsageError(option, str(path), f"mixes shard counts {sorted(totals)}")
     total = totals.pop()
     if only is not None and not 0 <= only < total:
-        raise UsageError("--shard", only, f"must be between 0 and {total - 1} ({path} has {total})")
+        raise UsageError("shard", only, f"must be between 0 and {total - 1} ({path} has {total})")
     wanted = set(range(total)) if only is None else {only}
     missing = sorted(wanted - set(found))
     if missing:
@@ -122,7 +122,7 @@ def unfinished(
 
 
 def read_stage(
-    path: str | Path, kind: str, option: str = "--input", only: int | None = None
+    path: str | Path, kind: str, option: str = "path", only: int | None = None
 ) -> tuple[pa.Table, dict[str, Any]]:
     """All shards of a stage folder (or one Parquet file) as one table, with the metadata of the
     first shard. `only`: just that shard (a worker of a fanned-out pipeline sees only its own
@@ -138,9 +138,7 @@ def read_stage(
     return pa.concat_tables(tables, promote_options="default"), read_metadata(files[0])
 
 
-def input_digest(
-    path: str | Path, kind: str, option: str = "--input", only: int | None = None
-) -> str:
+def input_digest(path: str | Path, kind: str, option: str = "path", only: int | None = None) -> str:
     """The SHA-256 over the content of a stage's input (its shard files, in order): what
     resume keys on, with the configuration, so a finished shard made from another input with
     the same name is never taken as done."""

@@ -52,7 +52,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return json.loads(meta[METADATA_KEY]) if METADATA_KEY in meta else {}
 
 
-def open_parquet(path: str | Path, option: str = "--input") -> pq.ParquetFile:
+def open_parquet(path: str | Path, option: str = "path") -> pq.ParquetFile:
     """Open a Parquet file, turning every failure into a UsageError that names it."""
     path = Path(path)
     if not path.is_file():
@@ -68,7 +68,7 @@ def require_columns(
     schema: pa.Schema,
     columns: Sequence[str],
     hint: str,
-    option: str = "--input",
+    option: str = "path",
 ) -> None:
     missing = [c for c in columns if c not in schema.names]
     if missing:
@@ -107,22 +107,20 @@ def check_output_path(
     folder, not one of the stage's inputs, and not an existing table unless `force`."""
     path = Path(path)
     if path.suffix != ".parquet":
-        raise UsageError("--out", str(path), "must end in .parquet")
+        raise UsageError("out", str(path), "must end in .parquet")
     if path.is_dir():
-        raise UsageError("--out", str(path), "is a folder; give a file path ending in .parquet")
+        raise UsageError("out", str(path), "is a folder; give a file path ending in .parquet")
     if not path.parent.is_dir():
         what = "is a file" if path.parent.exists() else "does not exist"
-        raise UsageError(
-            "--out", str(path), f"folder {path.parent} {what}; create the folder first"
-        )
+        raise UsageError("out", str(path), f"folder {path.parent} {what}; create the folder first")
     for source in inputs:
         if path.resolve() == Path(source).resolve():
-            raise UsageError("--out", str(path), "is the --input itself; write to a new file")
+            raise UsageError("out", str(path), "is the --input itself; write to a new file")
     if path.exists() and not force:
         raise UsageError(
-            "--out", str(path), "exists; choose a new path, or pass --force to replace it"
+            "out", str(path), "exists; choose a new path, or pass --force to replace it"
         )
-    check_writable(path.parent, "--out", path)
+    check_writable(path.parent, "out", path)
     sweep_stale(path.parent)
     return path
 

@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -423,3 +423,129 @@ def submit(
     except ApiException as exc:
         raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
     return run.run_id
+
+
+# ----------------------------------------------------------------------------- the verbs
+
+
+def endpoint_from(
+    host: str | None = None,
+    token_env: str | None = "KFP_TOKEN",
+    token_file: str | None = None,
+    cookies: str | None = None,
+    ca_cert: str | None = None,
+    namespace: str | None = None,
+    kfp_version: str | None = None,
+) -> Endpoint:
+    """The endpoint of `upload`, `submit`, `schedule` and `doctor`, checked before anything is
+    sent: `host` or $KFP_HOST; the bearer token in the environment variable `token_env`, else
+    the projected token file `token_file` (read_token); `cookies` or $KFP_COOKIES; `namespace`
+    or $KFP_NAMESPACE."""
+    host = host or os.environ.get("KFP_HOST")
+    if not host:
+        raise UsageError("host", None, "give the KFP API endpoint (or set KFP_HOST)")
+    token = os.environ.get(token_env) if token_env else None
+    endpoint = Endpoint(
+        host=host,
+        token=token or read_token(token_file),
+        cookies=cookies or os.environ.get("KFP_COOKIES"),
+        ca_cert=ca_cert,
+        namespace=namespace or os.environ.get("KFP_NAMESPACE"),
+        kfp_version=kfp_version,
+    )
+    check_endpoint(endpoint)
+    return endpoint
+
+
+def upload_all(
+    dist: str | Path,
+    pipeline: str | None = None,
+    done: Callable[[str, dict[str, str]], None] | None = None,
+    **where: Any,
+) -> dict[str, dict[str, str]]:
+    """Upload (or version) `pipeline`, or all three, from `dist` as shared pipelines (no
+    namespace): every package is checked before the endpoint (`where`: endpoint_from's
+    arguments) is reached. `done(name, result)` follows each upload."""
+    names = [pipeline] if pipeline else list(DISPLAY_NAMES)
+    packages = {name: Path(dist) / f"{name}.yaml" for name in names}
+    for name, package in packages.items():
+        load_package(name, package)
+    endpoint = endpoint_from(**where)
+    client = connect(endpoint, namespaced=False)
+    results = {}
+    for name, package in packages.items():
+        with api_errors(endpoint.host):
+            results[name] = upload(client, name, package)
+        if done is not None:
+            done(name, results[name])
+    return results
+
+
+def checked_params(
+    pipeline: str, dist: str | Path, job_name: str, items: list[str], recurring: bool = False
+) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
+    """(package, parameters, documents) of one run of `pipeline`'s package in `dist`: the
+    `name=value` items typed by the package and checked as a whole (the library's checks, the
+    store, the models' GPUs; a recurring run's draw), before any request."""
+    if not job_name.strip() or not job_name.isprintable():
+        raise UsageError("job_name", job_name, "give the run a name (printable characters)")
+    package = Path(dist) / f"{pipeline}.yaml"
+    docs = load_documents(pipeline, package)
+    params = check_params(pipeline, typed_params(pipeline, items, docs[0]), docs[0])
+    if recurring:
+        params = with_draw(pipeline, params)
+    check_placement(pipeline, params, docs)
+    return package, params, docs
+
+
+def _connected(
+    docs: list[dict[str, Any]], note: Callable[[str], None] | None, where: dict[str, Any]
+) -> Any:
+    """The client, once the server's version accepts the package (its degradations noted)."""
+    client = connect(endpoint_from(**where))
+    for said in check_backend(client, docs):
+        if note is not None:
+            note(said)
+    return client
+
+
+def submit_package(
+    pipeline: str,
+    dist: str | Path,
+    job_name: str,
+    items: list[str],
+    experiment: str = "autocomp",
+    note: Callable[[str], None] | None = None,
+    **where: Any,
+) -> str:
+    """`autocomp submit`: one run of the uploaded `dist` package with the `name=value` items,
+    everything checked before the endpoint (`where`: endpoint_from's arguments) is reached;
+    `note` hears what the server's backend runs degraded. Returns the run id."""
+    package, params, docs = checked_params(pipeline, dist, job_name, items)
+    client = _connected(docs, note, where)
+    with api_errors(client.autocomp_endpoint.host):
+        return submit(client, pipeline, package, job_name, params, experiment)
+
+
+def schedule_package(
+    pipeline: str,
+    dist: str | Path,
+    job_name: str,
+    cron: str,
+    items: list[str],
+    experiment: str = "autocomp",
+    max_concurrency: int = 1,
+    catchup: bool = False,
+    note: Callable[[str], None] | None = None,
+    **where: Any,
+) -> str:
+    """`autocomp schedule`: a recurring run of the uploaded `dist` package (a new draw each
+    run), checked as `submit_package` is (the cron and concurrency first); returns the
+    recurring run's id."""
+    check_schedule(cron, max_concurrency, {})
+    package, params, docs = checked_params(pipeline, dist, job_name, items, recurring=True)
+    check_schedule(cron, max_concurrency, params)
+    client = _connected(docs, note, where)
+    with api_errors(client.autocomp_endpoint.host):
+        return schedule(client, pipeline, package, job_name, cron, params, experiment,
+                        max_concurrency, catchup=catchup)  # fmt: skip

@@ -63,12 +63,13 @@ def compile_all(
         check_gpu_sizes,
         parse_toleration,
     )
+    from autocomp.store.shards import prepare_folder
 
     target = backends.target_for(backend)
     sizes = check_gpu_sizes(gpu_sizes or {})
     tolerated = tuple(parse_toleration(t) for t in tolerations)
     check_cluster_images()
-    out = Path(out)
+    out = prepare_folder(out)  # a folder or nothing yet, in an existing folder
     written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     with (
         tempfile.TemporaryDirectory() as work,

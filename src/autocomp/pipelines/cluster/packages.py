@@ -36,17 +36,17 @@ def load_documents(pipeline: str, package: Path) -> list[dict[str, Any]]:
 
     if not package.is_file():
         raise UsageError(
-            "--dist", str(package), "no compiled pipeline there; run `autocomp compile`"
+            "package", str(package), "no compiled pipeline there; run `autocomp compile`"
         )
     try:
         docs = [d for d in yaml.safe_load_all(package.read_text(encoding="utf-8")) if d]
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise UsageError("--dist", str(package), f"is not a compiled pipeline ({exc})") from None
+        raise UsageError("package", str(package), f"is not a compiled pipeline ({exc})") from None
     spec = docs[0] if docs and isinstance(docs[0], dict) else {}
     name = spec.get("pipelineInfo", {}).get("name")
     if name != DISPLAY_NAMES[pipeline]:
         raise UsageError(
-            "--dist", str(package), f"is not the {pipeline} pipeline (it is {name!r}); recompile"
+            "package", str(package), f"is not the {pipeline} pipeline (it is {name!r}); recompile"
         )
     return docs
 
@@ -109,21 +109,21 @@ def typed_params(pipeline: str, items: list[str], spec: dict[str, Any]) -> dict[
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise UsageError("--param", item, "must look like name=value (e.g. renderer=flux-dev)")
+            raise UsageError("params", item, "must look like name=value (e.g. renderer=flux-dev)")
         if key not in definitions:
             known = ", ".join(sorted(definitions))
-            raise UsageError("--param", item, f"{pipeline} has no parameter {key}; known: {known}")
+            raise UsageError("params", item, f"{pipeline} has no parameter {key}; known: {known}")
         if key in params:
-            raise UsageError("--param", item, f"{key} is given twice; give it once")
+            raise UsageError("params", item, f"{key} is given twice; give it once")
         kind = definitions[key]["parameterType"]
         try:
             params[key] = _typed(raw, kind)
         except ValueError:
-            raise UsageError("--param", item, f"{key} must be {_KINDS[kind]}") from None
+            raise UsageError("params", item, f"{key} must be {_KINDS[kind]}") from None
     missing = [k for k, d in definitions.items() if k not in params and _required(d)]
     if missing:
         raise UsageError(
-            "--param", None, f"{pipeline} needs {', '.join(f'{m}=...' for m in missing)}"
+            "params", None, f"{pipeline} needs {', '.join(f'{m}=...' for m in missing)}"
         )
     return params
 
@@ -237,7 +237,7 @@ def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) ->
     if set(definitions) != table:
         odd = sorted(set(definitions) ^ table)[0]
         raise UsageError(
-            "--dist", pipeline, f"was compiled by another autocomp version (parameter {odd}); "
+            "package", pipeline, f"was compiled by another autocomp version (parameter {odd}); "
             "run `autocomp compile` again",
         )  # fmt: skip
     defaults = {k: _default(d) for k, d in definitions.items() if "defaultValue" in d}

@@ -78,10 +78,10 @@ def pinned_version(client: Any, pipeline: str, package: Path) -> tuple[str, str]
     """(pipeline id, version id) of the uploaded version whose content is `package`."""
     pipeline_id, found = _find_version(client, pipeline, package)
     if pipeline_id is None:
-        raise UsageError("--pipeline", pipeline, "is not uploaded there; run `autocomp upload`")
+        raise UsageError("pipeline", pipeline, "is not uploaded there; run `autocomp upload`")
     if found is None:
         raise UsageError(
-            "--dist",
+            "package",
             str(package),
             f"its version {version_name(package)} is not uploaded there (the server has other "
             "versions); run `autocomp upload` first, or point --dist at the uploaded package",

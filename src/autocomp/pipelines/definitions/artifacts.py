@@ -113,7 +113,7 @@ def validate_shard(
     out.parent.mkdir(parents=True, exist_ok=True)
     prefix = location.extra["validate"]
     name = shard_name(prefix, "verdicts", shard, config.num_shards)
-    key = digest(validate_record(config, input_digest(table, "render", "--render", only=shard)))
+    key = digest(validate_record(config, input_digest(table, "render", "render", only=shard)))
     if _take(store, name, key, out):
         return
     journal = TableJournal(store, prefix, "verdicts", config.num_shards, VERDICTS_SCHEMA)

@@ -79,12 +79,12 @@ def check_out_folder(out: str | Path) -> None:
     """The run folder holds only what a local run writes there: benchmark/ and results/ are
     its links into the store, never folders of their own (they would be replaced)."""
     if Path(out).exists() and not Path(out).is_dir():
-        raise UsageError("--out", str(out), "is a file; give a folder for the run")
+        raise UsageError("out", str(out), "is a file; give a folder for the run")
     for name in ("benchmark", "results"):
         path = Path(out) / name
         if path.exists() and not path.is_symlink():
             raise UsageError(
-                "--out",
+                "out",
                 str(out),
                 f"holds a {name}/ folder that is not a local run's link into its store; "
                 "choose another folder for the run",
@@ -98,7 +98,7 @@ def check_offline_models(profile: Profile, models: list[str]) -> None:
     for name in models:
         if profile.offline and name != "all" and not get_model(name).is_tiny:
             raise UsageError(
-                "--model", name, f"the {profile.name} profile runs offline with random weights; "
+                "models", name, f"the {profile.name} profile runs offline with random weights; "
                 "choose a tiny-* model (`autocomp models`) or --profile paper",
             )  # fmt: skip
 
@@ -239,7 +239,7 @@ def run_local(
     raises StepFailed (a UsageError)."""
     chosen = get_profile(profile)
     generate, evaluate = local_arguments(profile, models, **overrides)
-    checks.check_name(name, "--name")
+    checks.check_name(name, "name")
     check_out_folder(out)
     out = Path(out).resolve()
     store = out / "store"

@@ -60,7 +60,7 @@ Part = Path | RemotePart
 
 
 def _parquet(part: Part) -> pq.ParquetFile:
-    return part.open() if isinstance(part, RemotePart) else open_parquet(part, "--benchmark")
+    return part.open() if isinstance(part, RemotePart) else open_parquet(part, "benchmark")
 
 
 @dataclass
@@ -129,7 +129,7 @@ class Benchmark:
 
     def read(self, columns: list[str]) -> pa.Table:
         """Some columns of every row (a damaged part is a usage error naming it)."""
-        tables = [read_rows(_parquet(f), f, "--benchmark", columns) for f in self.files]
+        tables = [read_rows(_parquet(f), f, "benchmark", columns) for f in self.files]
         return pa.concat_tables(tables)
 
 
@@ -143,7 +143,7 @@ def _parts(folder: Path) -> list[Path]:
     files = files or sorted(folder.glob("*.parquet"))
     if not files:
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(folder),
             "is a folder without Parquet parts (neither data/*.parquet nor *.parquet); give a "
             "benchmark table, a published benchmark folder or a folder of *.parquet parts",
@@ -152,9 +152,9 @@ def _parts(folder: Path) -> list[Path]:
 
 
 def _same_schema(folder: Path, files: list[Path]) -> pa.Schema:
-    first = open_parquet(files[0], "--benchmark").schema_arrow.remove_metadata()
+    first = open_parquet(files[0], "benchmark").schema_arrow.remove_metadata()
     for path in files[1:]:
-        schema = open_parquet(path, "--benchmark").schema_arrow.remove_metadata()
+        schema = open_parquet(path, "benchmark").schema_arrow.remove_metadata()
         if schema.equals(first):
             continue
         names, other = set(first.names), set(schema.names)
@@ -167,7 +167,7 @@ def _same_schema(folder: Path, files: list[Path]) -> pa.Schema:
                 f"column {column} is {schema.field(column).type}, not {first.field(column).type}"
             )
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(folder),
             f"mixes schemas: {path.name} and {files[0].name}: {problem}; keep the parts of one "
             "benchmark in a folder",
@@ -181,16 +181,16 @@ def open_benchmark(path: str | Path) -> Benchmark:
     if path.is_dir():
         files = _parts(path)
         schema = _same_schema(path, files)
-        rows = sum(open_parquet(f, "--benchmark").metadata.num_rows for f in files)
+        rows = sum(open_parquet(f, "benchmark").metadata.num_rows for f in files)
         return Benchmark(path, tuple(files), schema, rows)
     if not path.exists() and path.suffix != ".parquet" and "/" not in str(path):
         raise UsageError(
-            "--benchmark",
+            "benchmark",
             str(path),
             "no such table or folder; to score a published benchmark by name, give its store "
             "with --store URI",
         )
-    source = open_parquet(path, "--benchmark")
+    source = open_parquet(path, "benchmark")
     return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows)
 
 

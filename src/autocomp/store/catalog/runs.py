@@ -76,9 +76,9 @@ class ScoreRun:
         when the folder holds a run written before score types."""
         out = self.folder
         if out.exists() and not out.is_dir():
-            raise UsageError("--out", str(out), "is a file; give a folder for the run")
+            raise UsageError("out", str(out), "is a file; give a folder for the run")
         if not out.parent.is_dir():
-            raise UsageError("--out", str(out), f"folder {out.parent} does not exist")
+            raise UsageError("out", str(out), f"folder {out.parent} does not exist")
         run_file = out / RUN_FILE
         if not run_file.exists():
             return
@@ -86,7 +86,7 @@ class ScoreRun:
             previous = json.loads(run_file.read_text())
         except (OSError, ValueError):
             raise UsageError(
-                "--out", str(run_file), "is unreadable; delete the folder to start over"
+                "out", str(run_file), "is unreadable; delete the folder to start over"
             ) from None
         self.upgrade = previous.get("format") is None
         previous = self._in_todays_terms(previous)
@@ -96,7 +96,7 @@ class ScoreRun:
         same_weights = all(entry.get(k) == now.get(k) for k in weights) or not entry
         if any(previous.get(k) != record.get(k) for k in keys) or not same_weights:
             raise UsageError(
-                "--out",
+                "out",
                 str(out),
                 "holds a run of another model, benchmark or mode (--blind and its choice "
                 "settings); use a new folder to keep both",
@@ -104,7 +104,7 @@ class ScoreRun:
         before = min(previous.get("limit") or rows, rows)
         if min(record.get("limit") or rows, rows) < before:
             raise UsageError(
-                "--limit",
+                "limit",
                 record.get("limit"),
                 f"{out} already holds the first {before} items; a resumed run may only extend "
                 f"it: give --limit {before} or more (or none), or a new --out",
@@ -119,12 +119,12 @@ class ScoreRun:
             return previous
         if previous.get("format") is not None:
             raise UsageError(
-                "--out", str(self.folder), f"holds a run in format {previous['format']} of "
+                "out", str(self.folder), f"holds a run in format {previous['format']} of "
                 "another autocomp version; score into a new folder",
             )  # fmt: skip
         if (previous.get("entry") or {}).get("score") == "loglik" or previous.get("blind"):
             raise UsageError(
-                "--out", str(self.folder), "holds a generative run made before per-token scores "
+                "out", str(self.folder), "holds a generative run made before per-token scores "
                 "(it has no token counts); score into a new folder, or delete this one to score "
                 "it again",
             )  # fmt: skip
