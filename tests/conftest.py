@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import textwrap
 from pathlib import Path
 
@@ -133,3 +134,36 @@ def assert_renders_in_chromium(page: Path, shot: Path) -> None:
     with Image.open(shot) as image:
         assert image.size == (1280, 2000)
         assert len(np.unique(np.asarray(image.convert("L")))) > 10  # not a blank page
+
+
+IMAGE_DIGEST = "sha256:" + "ab" * 32
+IMAGE_REGISTRY = "registry.test/autocomp"
+
+
+@contextlib.contextmanager
+def pinned_images(folder: Path):
+    """compile names pullable images whatever the checkout's state (a dirty working tree
+    included): an image lock that pins all three images (as `make push` writes it) and the
+    registry the lock names, for the duration."""
+    import json
+    import os
+
+    from autocomp.pipelines.cluster import images
+
+    lock = folder / "lock.json"
+    lock.write_text(json.dumps({kind: {"image": f"{IMAGE_REGISTRY}/autocomp-{kind}:"
+                                       f"{images.image_tag()}", "digest": IMAGE_DIGEST}
+                                for kind in images.IMAGE_KINDS}))  # fmt: skip
+    saved = {k: os.environ.get(k) for k in ("AUTOCOMP_IMAGE_LOCK", "AUTOCOMP_IMAGE_REGISTRY")}
+    os.environ["AUTOCOMP_IMAGE_LOCK"] = str(lock)
+    os.environ["AUTOCOMP_IMAGE_REGISTRY"] = IMAGE_REGISTRY
+    images.image_lock.cache_clear()
+    try:
+        yield lock
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        images.image_lock.cache_clear()

@@ -396,6 +396,9 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     # ------------------------------------------------------------------ doctor
     ("doctor-no-host", ["doctor"], ["--host"]),
     ("prefetch-model", ["prefetch", "--list", "--model", "gpt-9"], ["--model", "gpt-9"]),
+    ("plan-count", ["plan", "--count", "0"], ["--count", "0"]),
+    ("plan-profile", ["plan", "--profile", "nope"], ["--profile", "nope"]),
+    ("plan-model", ["plan", "--models", "gpt-9"], ["--models", "gpt-9"]),
     # ------------------------------------------------------------------ finetune
     ("ft-model", ["finetune", "--model", "gpt-9", "--benchmark", V + "/bench_images.parquet", "--negatives", "swap", "--out", "{out}"], ["--model", "gpt-9"]),
     ("ft-negatives", ["finetune", "--model", "tiny-clip", "--benchmark", V + "/bench_images.parquet", "--negatives", "all", "--out", "{out}"], ["--negatives", "all"]),

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from autocomp.cli.main import main
+from tests.conftest import pinned_images
 
 
 def _executor_of(spec: dict, task: str) -> dict:
@@ -25,7 +26,9 @@ def _executor_of(spec: dict, task: str) -> dict:
 
 
 def test_pipeline_compiles_with_gpu_requests_and_paper_defaults(tmp_path):
-    assert main(["compile", "--out", str(tmp_path)]) == 0
+    with pinned_images(tmp_path):  # compile names pullable images in a dirty checkout too
+        assert main(["compile", "--out", str(tmp_path / "dist")]) == 0
+    tmp_path = tmp_path / "dist"
     docs = list(yaml.safe_load_all((tmp_path / "finetune_models.yaml").read_text()))
     spec = docs[0]
     for task in ("train", "score-finetuned", "score-pretrained"):

@@ -5,32 +5,18 @@ working tree included), and the registry the lock names."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-DIGEST = "sha256:" + "ab" * 32
-REGISTRY = "registry.test/autocomp"
+from tests.conftest import IMAGE_DIGEST, IMAGE_REGISTRY, pinned_images
+
+DIGEST, REGISTRY = IMAGE_DIGEST, IMAGE_REGISTRY
 
 
 @pytest.fixture(scope="package", autouse=True)
 def image_lock(tmp_path_factory):
-    from autocomp.pipelines.cluster import images
-
-    lock = tmp_path_factory.mktemp("lock") / "lock.json"
-    lock.write_text(json.dumps({kind: {"image": f"{REGISTRY}/autocomp-{kind}:{images.image_tag()}",
-                                       "digest": DIGEST} for kind in images.IMAGE_KINDS}))  # fmt: skip
-    saved = {k: os.environ.get(k) for k in ("AUTOCOMP_IMAGE_LOCK", "AUTOCOMP_IMAGE_REGISTRY")}
-    os.environ["AUTOCOMP_IMAGE_LOCK"] = str(lock)
-    os.environ["AUTOCOMP_IMAGE_REGISTRY"] = REGISTRY
-    images.image_lock.cache_clear()
-    yield lock
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-    images.image_lock.cache_clear()
+    with pinned_images(tmp_path_factory.mktemp("lock")) as lock:
+        yield lock
 
 
 @pytest.fixture(scope="package")

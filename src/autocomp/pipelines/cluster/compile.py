@@ -68,8 +68,8 @@ def compile_all(
     target = backends.target_for(backend)
     sizes = check_gpu_sizes(gpu_sizes or {})
     tolerated = tuple(parse_toleration(t) for t in tolerations)
-    check_cluster_images()
     out = prepare_folder(out)  # a folder or nothing yet, in an existing folder
+    check_cluster_images()
     written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     with (
         tempfile.TemporaryDirectory() as work,
