@@ -158,7 +158,7 @@ def test_publish_killed_then_resumed(tmp_path):
         "        return shutil.copy2(s, d)\n"
         "    return copytree(src, dst, copy_function=copy, **kw)\n"
         "shutil.copytree = slow\n"
-        "from autocomp.store.storage import LocalStore\n"
+        "from autocomp.store.local import LocalStore\n"
         "LocalStore(sys.argv[1]).put('benchmarks/b', sys.argv[2])\n"
     )
     store = tmp_path / "store"
@@ -168,7 +168,7 @@ def test_publish_killed_then_resumed(tmp_path):
         lambda: staging.is_dir() and len(list(staging.glob(".b.tmp-*/f*.bin"))) >= 3,
         signal.SIGKILL,
     )
-    from autocomp.store.storage import LocalStore
+    from autocomp.store.local import LocalStore
 
     local = LocalStore(store)
     assert local.outputs() == [] and local.manifest("benchmarks/b") is None

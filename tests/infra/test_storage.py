@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from autocomp.errors import UsageError
-from autocomp.store.storage import MANIFEST, LocalStore, S3Store, StorageError, open_store
+from autocomp.store.local import LocalStore
+from autocomp.store.s3 import S3Store
+from autocomp.store.storage import MANIFEST, StorageError, open_store
 
 pytestmark = pytest.mark.infra
 

@@ -19,8 +19,9 @@ from autocomp.errors import UsageError
 from autocomp.store.catalog.runs import ScoreRun, summarize_parts
 from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 from autocomp.store.images import ImageFolder, StoreImages
+from autocomp.store.local import LocalStore
 from autocomp.store.paths import OutsideRoot
-from autocomp.store.storage import MANIFEST, LocalStore, StorageError
+from autocomp.store.storage import MANIFEST, StorageError
 from autocomp.store.transfer import RangeFile, ordered_map, read_ahead
 from autocomp.store.work import Location, PartLog, TableJournal, digest, work_prefix
 

@@ -16,6 +16,7 @@ failures are not transient).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from autocomp.errors import UsageError
 from autocomp.store.catalog.runs import RUN_FILE, SUMMARY_FILE, ScoreRun, summarize_parts
 from autocomp.store.storage import Store, manifest_entry
 from autocomp.store.work import PartLog, work_prefix
@@ -117,3 +119,57 @@ def fetch_summary(target: Store, key: str, run: ScoreRun) -> None:
     run.folder.mkdir(exist_ok=True)
     for name in (RUN_FILE, SUMMARY_FILE):
         target.get_file(key, name, Path(run.folder) / name)
+
+
+class Results:
+    """Where `score(..., store=, results=)` publishes each model's run: `<results>/<model>` in
+    the store. A run published already is held to its record (its run.json fetched first) and
+    not scored again unless a higher limit extends it; any other run resumes from the parts a
+    killed or preempted run committed (StoredRun)."""
+
+    def __init__(self, target: Store, results: str, runs: list[tuple[Any, ScoreRun, dict]]):
+        self.target, self.results = target, results
+        self.published = {e.name for e, _, _ in runs if target.manifest(self.key(e.name))}
+        self.stored: dict[str, StoredRun] = {}
+        for entry, run, record in runs:
+            if entry.name in self.published:
+                run.folder.mkdir(exist_ok=True)
+                target.get_file(self.key(entry.name), RUN_FILE, run.folder / RUN_FILE)
+            else:
+                self.stored[entry.name] = StoredRun(target, run, record)
+                self.stored[entry.name].restore_record()
+
+    def key(self, model: str) -> str:
+        return f"{self.results}/{model}"
+
+    def reuse(self, name: str, run: ScoreRun, record: dict[str, Any], limit: int | None,
+              rows: int) -> bool:  # fmt: skip
+        """Whether the published run of `name` covers `limit` (its summary fetched: nothing to
+        score); a run with a lower limit there is fetched into the folder to be extended."""
+        if name not in self.published:
+            return False
+        previous = json.loads((run.folder / RUN_FILE).read_text())
+        if covers(previous, limit, rows):
+            fetch_summary(self.target, self.key(name), run)
+            part_log(self.target, record).clear()  # what a publish killed at its end left
+            return True
+        self.target.get(self.key(name), run.folder)
+        return False
+
+    def publish(self, name: str, run: ScoreRun, made_by: dict[str, Any]) -> None:
+        if name in self.stored:
+            self.stored[name].publish(self.key(name), made_by)
+        else:  # an extended published run: replaces the one with the lower limit
+            self.target.delete(self.key(name))
+            self.target.put(self.key(name), run.folder, made_by)
+
+
+def open_results(store: str | None, results: str | None) -> Store | None:
+    """The store runs are published to (None: no `results`)."""
+    if not results:
+        return None
+    if not store:
+        raise UsageError("results", results, "publishes runs into a store: give the store too")
+    from autocomp.store.storage import open_store
+
+    return open_store(store)

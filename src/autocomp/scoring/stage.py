@@ -14,18 +14,16 @@ per-token, choice), images.py, checks.py, autocomp.store.catalog.runs (the run f
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from autocomp import __version__
 from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
-from autocomp.errors import UsageError
 from autocomp.scoring import Scorer, choice, load_scorer
 from autocomp.scoring.checks import (
     check_benchmark,
@@ -37,7 +35,7 @@ from autocomp.scoring.checks import (
 from autocomp.scoring.items import chunks, stream_items
 from autocomp.scoring.modes import mode_for
 from autocomp.scoring.registry import ModelEntry
-from autocomp.scoring.runstore import StoredRun, covers, fetch_summary, part_log
+from autocomp.scoring.runstore import Results, StoredRun, open_results
 from autocomp.scoring.specs import parse_specs, resolve_spec
 from autocomp.store.catalog.benchmarks import (
     Benchmark,
@@ -45,11 +43,8 @@ from autocomp.store.catalog.benchmarks import (
     open_benchmark,
     resolve_benchmark,
 )
-from autocomp.store.catalog.runs import RUN_FILE, SCORE_FORMAT, ScoreRun, collect_runs
+from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun, collect_runs
 from autocomp.store.tables import provenance
-
-if TYPE_CHECKING:
-    from autocomp.store.storage import Store
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -86,7 +81,7 @@ def score(
     for entry in entries:
         check_mode(entry, config)
     check_device(config.device)
-    target = _results_store(store, results)
+    target = open_results(store, results)
     created = not out.exists()
     try:
         out.mkdir(exist_ok=True)
@@ -97,38 +92,22 @@ def score(
         check_benchmark(source, config)
         runs = [(entry, ScoreRun(out / entry.name), _record(entry, source, config))
                 for entry in entries]  # fmt: skip
-        stored: dict[str, StoredRun] = {}
-        published = {e.name for e in entries if target and target.manifest(f"{results}/{e.name}")}
-        for entry, run, record in runs:
-            if entry.name in published:  # held to the published run's record
-                target.get_file(f"{results}/{entry.name}", RUN_FILE, _made(run.folder))
-            elif target is not None:  # the parts a killed or preempted run committed
-                stored[entry.name] = StoredRun(target, run, record)
-                stored[entry.name].restore_record()
+        published = Results(target, str(results), runs) if target is not None else None
+        for _, run, record in runs:
             run.check(record, source.rows)
         total = min(config.limit or source.rows, source.rows)
         for i, (entry, run, record) in enumerate(runs, 1):
-            key = f"{results}/{entry.name}"
-            name = source.name or PurePosixPath(str(results)).name
-            made_by = {"stage": "score", "model": entry.name, "benchmark": name}
-            if entry.name in published:
-                previous = json.loads((run.folder / RUN_FILE).read_text())
-                if covers(previous, config.limit, source.rows):
-                    fetch_summary(target, key, run)  # a published run is not scored again
-                    part_log(target, record).clear()  # what a publish killed at its end left
-                    continue
-                # a lower limit there is extended here and published again
-                target.get(key, run.folder)
+            if published and published.reuse(entry.name, run, record, config.limit, source.rows):
+                continue  # a published run is not scored again
             label = f"score {entry.name}" + (f" ({i}/{len(runs)})" if len(runs) > 1 else "")
             loader = functools.partial(load_scorer, entry, config.device, config.batch_size)
+            stored = published.stored.get(entry.name) if published else None
             with progress(label, total) if progress else nullcontext() as advance:
-                args = (entry, source, run, record, config, loader, advance)
-                _score_run(*args, stored=stored.get(entry.name))
-            if entry.name in stored:
-                stored[entry.name].publish(key, made_by)
-            elif target is not None:
-                target.delete(key)  # the published run with the lower limit
-                target.put(key, run.folder, made_by)
+                _score_run(entry, source, run, record, config, loader, advance, stored)
+            if published:
+                name = source.name or PurePosixPath(str(results)).name
+                made_by = {"stage": "score", "model": entry.name, "benchmark": name}
+                published.publish(entry.name, run, made_by)
         return collect_runs([run.folder for _, run, _ in runs], out)
     except BaseException:
         if created and out.is_dir() and not any(out.iterdir()):
@@ -176,22 +155,6 @@ def _record(entry: ModelEntry, source: Benchmark, config: ScoreConfig) -> dict[s
         "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
         "autocomp_version": __version__,
     }  # fmt: skip
-
-
-def _results_store(store: str | None, results: str | None) -> Store | None:
-    """The store runs are published to (None: no `results`)."""
-    if not results:
-        return None
-    if not store:
-        raise UsageError("results", results, "publishes runs into a store: give the store too")
-    from autocomp.store.storage import open_store
-
-    return open_store(store)
-
-
-def _made(folder: Path) -> Path:
-    folder.mkdir(exist_ok=True)
-    return folder / RUN_FILE
 
 
 def _score_run(

@@ -302,17 +302,3 @@ def open_store(uri: str | Path, **options: Any) -> Store:
     if parsed.scheme and len(parsed.scheme) > 1:
         raise UsageError("store", text, "must be a folder, file:///folder or s3://bucket/prefix")
     return LocalStore(text)
-
-
-def __getattr__(name: str) -> Any:
-    """The stores by their former home: LocalStore (store/local.py), S3Store (store/s3.py,
-    where minio is imported)."""
-    if name in ("LocalStore", "LocalWriter", "local_errors"):
-        from autocomp.store import local
-
-        return getattr(local, name)
-    if name == "S3Store":
-        from autocomp.store.s3 import S3Store
-
-        return S3Store
-    raise AttributeError(name)

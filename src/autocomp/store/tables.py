@@ -24,8 +24,7 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.errors import UsageError
-from autocomp.store.atomic import atomic_path, sweep_stale  # (also imported from here, for now)
-from autocomp.store.catalog.ids import with_sample_keys as with_sample_keys  # moved: re-exported
+from autocomp.store.atomic import atomic_path, sweep_stale
 
 METADATA_KEY = b"autocomp"
 SCHEMA_VERSION = 1
