@@ -258,12 +258,12 @@ def per_relation(
     for r in _join(with_score_type(predictions), benchmark, ["sample_id", "attributes"]):
         if r["family"] in families and r["set"] == set_name:
             key = (r["model"], r["family"], r["n"], r["condition"], r["protocol"], r["score_type"])
-            cell = cells[(*key, r["attributes"][0])]
+            cell = cells[key + (r["attributes"][0],)]
             cell[0] += 1
             cell[1] += bool(r["correct"])
     rows = []
-    for key, (items, k) in sorted(cells.items()):
-        model, family, n, condition, protocol, score_type, relation = key
+    for cell_key, (items, k) in sorted(cells.items()):
+        model, family, n, condition, protocol, score_type, relation = cell_key
         low, high = binomial_interval(k, items)
         rows.append(
             {

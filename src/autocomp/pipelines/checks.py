@@ -107,21 +107,21 @@ def _stage_rule(stage: str) -> Any:
 
         return check_config
     if stage == "render":
-        from autocomp.generation.render import check_config
+        from autocomp.generation.render import check_config as check_render
 
-        return check_config
+        return check_render
     if stage == "validate":
-        from autocomp.generation.validate import check_config
+        from autocomp.generation.validate import check_config as check_validate
 
-        return check_config
+        return check_validate
     if stage == "negatives":
         from autocomp.protocol.stages import check_negatives_config
 
         return check_negatives_config
     if stage == "score":
-        from autocomp.scoring.checks import check_config
+        from autocomp.scoring.checks import check_config as check_score
 
-        return check_config
+        return check_score
     return None  # curate: one bool; finetune: FinetuneConfig checks itself when it is made
 
 

@@ -68,8 +68,11 @@ _ENTRY_KEYS = {
     "attributes": ({"name"}, {"source"}),
     "relations": ({"name", "meaning", "inverse"}, {"source"}),
 }
-_CAPTION_KEYS = {"attribute": ({"suffix"}, set()), "relation": ({"first", "next", "suffix"}, set())}
-_CONTEXTUAL_KEYS = ({"system", "user", "example", "examples"}, set())
+_CAPTION_KEYS: dict[str, tuple[set[str], set[str]]] = {
+    "attribute": ({"suffix"}, set()),
+    "relation": ({"first", "next", "suffix"}, set()),
+}
+_CONTEXTUAL_KEYS: tuple[set[str], set[str]] = ({"system", "user", "example", "examples"}, set())
 # The VQA question of the attribute/relation check (autocomp.generation.checks): slots per kind.
 DEFAULT_QUESTIONS = {
     "attribute": "What {label} {be} the {object}? Answer with one word.",
@@ -465,7 +468,7 @@ def _cross_containment(
 
 
 def _check_relations(check: _Checker, relations: Vocabulary) -> None:
-    meanings = {e.meaning for e in relations.entries}
+    meanings = {e.meaning for e in relations.entries if e.meaning is not None}
     inverse_of: dict[str, str] = {}
     for i, e in enumerate(relations.entries):
         for key in ("meaning", "inverse"):

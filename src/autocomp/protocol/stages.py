@@ -273,9 +273,9 @@ def _cgroup_cpu_quota() -> int | None:
     except (OSError, ValueError):
         pass
     try:  # cgroup v1
-        limit = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
-        period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
-        return None if limit <= 0 else math.ceil(limit / period)
+        quota = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+        every = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else math.ceil(quota / every)
     except (OSError, ValueError):
         return None
 

@@ -34,7 +34,11 @@ from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.local.taskview import TaskView
 from autocomp.store.atomic import atomic_folder
 
-FINETUNE_BENCHMARK = {"specs": "color:2,shape_color:2", "count": 10, "num_shards": 1}
+FINETUNE_BENCHMARK: dict[str, Any] = {
+    "specs": "color:2,shape_color:2",
+    "count": 10,
+    "num_shards": 1,
+}
 
 
 def local_arguments(

@@ -129,7 +129,7 @@ class Benchmark:
 
     def read(self, columns: list[str]) -> pa.Table:
         """Some columns of every row (a damaged part is a usage error naming it)."""
-        tables = [read_rows(_parquet(f), f, "benchmark", columns) for f in self.files]
+        tables = [read_rows(_parquet(f), str(f), "benchmark", columns) for f in self.files]
         return pa.concat_tables(tables)
 
 
@@ -269,7 +269,7 @@ def fetch_view(
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     for part in found.files:
-        opened = part.open()  # type: ignore[union-attr]
+        opened = _parquet(part)
         keep = [c for c in opened.schema_arrow.names if c not in drop]
         table = opened.read(columns=keep)
         pq.write_table(table, folder / "data" / part.name, compression="zstd")
