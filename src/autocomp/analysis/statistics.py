@@ -19,7 +19,9 @@ Score types: predictions may carry a `score_type` column: "score" (the model's n
 "per_token" (generative: summed log-likelihood / caption tokens) or "choice" (the A.8 blind
 multiple-choice test). Every analysis keeps them apart (it is a key of every cell and pair); a
 table without the column is all "score".
-"""
+
+Over 450 lines because it is a library of small independent analyses, one function per paper
+table; each one is short and reads only the long tables."""
 
 from __future__ import annotations
 

@@ -26,7 +26,10 @@ Schema (every key is checked; unknown keys are errors, so a typo is never silent
       user: ...                  # user prompt template with {examples} and {spec}
       example: "...{spec}...{caption}..."   # how one few-shot example is written
       examples: [{objects: [...], attributes: [...], caption: ...}, ...]
-"""
+
+Over 450 lines because a family's schema and every check of a family file (keys, vocabularies,
+word containment, relations, N ranges, few-shot examples) stay together: each check reads the
+same parsed YAML and reports through one checker."""
 
 from __future__ import annotations
 

@@ -6,7 +6,10 @@ by the pipeline components).
   `caption`) -> benchmark table with Swap / Confusion / sanity candidate sets, streamed in
   batches (built column-wise, `candidate_columns`) with bounded memory: in this process, or over
   worker processes that write their own Parquet parts, joined into one file without decoding.
-"""
+
+Over 450 lines because it holds both protocol stages with the checks of their configurations and
+the process pool they share (cgroup-aware core count, ordered parallel map, clean termination);
+that pool is the part that could move out."""
 
 from __future__ import annotations
 

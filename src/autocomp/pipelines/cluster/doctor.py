@@ -13,7 +13,10 @@ check, PASS / WARN / FAIL / SKIP, each FAIL with its fix:
   read back by a pod in the namespace with the steps' own Secret and image;
 - images: every image the packages name, resolved at its registry.
 Without a kubeconfig the cluster items are named for the user to check.
-"""
+
+Over 450 lines because it is one preflight with one short check per cluster item (endpoint,
+store, Secrets, model cache, GPUs and their placement, images), each printing its own PASS /
+WARN / FAIL line."""
 
 from __future__ import annotations
 
