@@ -203,7 +203,7 @@ def check_source(benchmark: str, store: str | None) -> None:
     """What can be checked before anything is fetched: the table or folder exists, or the store
     holds the published name (an unknown name lists the published ones)."""
     if store:
-        from autocomp.store.publish import check_published
+        from autocomp.store.catalog.published import check_published
 
         check_published(store, benchmark)
     else:
@@ -215,7 +215,7 @@ def resolve_benchmark(benchmark: str, store: str | None, out: str | Path) -> Ben
     <out>/benchmark/<name>/ once (a later run reuses a complete fetch)."""
     if not store:
         return open_benchmark(benchmark)
-    from autocomp.store.publish import check_published, fetch_published
+    from autocomp.store.catalog.published import check_published, fetch_published
 
     check_published(store, benchmark)
     folder = fetch_published(store, benchmark, Path(out) / STORE_CACHE / benchmark)
@@ -250,7 +250,7 @@ def open_stored(store_uri: str, name: str, shown: str | None = None) -> Benchmar
 def open_published(store_uri: str, name: str) -> Benchmark:
     """The benchmark published as benchmarks/<name>, streamed from the store (open_stored); an
     unknown name lists the published ones."""
-    from autocomp.store.publish import check_published
+    from autocomp.store.catalog.published import check_published
 
     check_published(store_uri, name)
     found = open_stored(store_uri, f"benchmarks/{name}")
