@@ -373,7 +373,7 @@ def report_from_store(
 ) -> dict[str, Any]:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")

@@ -558,7 +558,7 @@ def reuse_or_sample(config: SampleConfig, store: str, reuse: str, out: str | Pat
         return sample_many(config, out)
     import tempfile
 
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     with tempfile.TemporaryDirectory(prefix="reuse-") as work:  # only the file it reads
         open_store(store).get_file(f"benchmarks/{reuse}", "concepts.parquet", Path(work) / "c")

@@ -42,7 +42,7 @@ from autocomp.store.catalog.published import (  # noqa: F401  (their names, kept
 from autocomp.store.catalog.schemas import IMAGE_TYPE
 from autocomp.store.images import ImageFolder, Images
 from autocomp.store.paths import OutsideRoot
-from autocomp.store.storage import open_store
+from autocomp.store.stores import open_store
 from autocomp.store.transfer import read_ahead
 
 ROWS_PER_SHARD = 200

@@ -133,7 +133,7 @@ def check_store(report: Report, store: str | None, where: str = "from this machi
     if not store:
         report.line("SKIP", "store", f"no --store given (the pipelines default to {DEFAULT_STORE})")
         return True
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     try:
         quick = {"retries": 1} if str(store).startswith("s3://") else {}  # say it, don't wait

@@ -285,7 +285,7 @@ def run_finetune_local(
     profile's generate_benchmark makes and publishes one first, Color and Shape-Color N=2 with
     10 concepts each (FINETUNE_BENCHMARK). The same task view, logs and report folder as
     `run_local`; returns where things are."""
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     chosen = get_profile(profile)
     finetune = plumbing.arguments("finetune_models", chosen)

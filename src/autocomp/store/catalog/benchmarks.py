@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
-from autocomp.store.storage import Store, file_sha256, open_store
+from autocomp.store.storage import Store, file_sha256
+from autocomp.store.stores import open_store
 from autocomp.store.tables import METADATA_KEY, open_parquet, read_metadata, read_rows
 from autocomp.store.transfer import read_ahead
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from autocomp.errors import UsageError
 from autocomp.store.atomic import write_json
-from autocomp.store.storage import open_store
+from autocomp.store.stores import open_store
 
 
 def published_names(store_uri: str) -> list[str]:
