@@ -23,6 +23,7 @@ from typing import Any
 from autocomp.config import NEGATIVE_KINDS
 from autocomp.errors import ParameterError, UsageError
 from autocomp.pipelines.plumbing import (
+    ALL,
     Parameter,
     Required,
     configured,
@@ -60,7 +61,6 @@ def check_name(value: str, what: str = "name") -> str:
 
 
 def _check_models(pipeline: str, models: list[Any]) -> None:
-    from autocomp.pipelines.definitions.plan import ALL
     from autocomp.scoring.registry import get_model
 
     if not models or not all(isinstance(m, str) for m in models):
