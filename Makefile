@@ -23,11 +23,12 @@ demo: $(STAMP) ## both pipelines through kfp.local, tiny models: live task view,
 
 LINTED := src tests benchmarks components pipelines images
 
-lint: $(STAMP) ## ruff check, ruff format --check, the import layering contracts, the plumbing table
+lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, mypy, the plumbing table, the architecture bar
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py
+	$(BIN)/mypy src/autocomp
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
 test: lint ## lint, then the whole test suite (what CI runs)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest

@@ -174,7 +174,7 @@ def by_step(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def stored_bytes(store: str) -> dict[str, int]:
     """What the store holds at the end, by top-level area (work/<stage>, benchmarks, results)."""
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     areas: dict[str, int] = {}
     for item in open_store(store).list(""):

@@ -113,7 +113,7 @@ def _report_from(store_uri: str, out: Path, capsys) -> None:
 
 
 def test_report_from_a_local_store_reads_compare_human_and_judges(run_dir, tmp_path, capsys):
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     store = open_store(tmp_path / "store")
     for name in ("sd35", "flux"):
@@ -124,7 +124,7 @@ def test_report_from_a_local_store_reads_compare_human_and_judges(run_dir, tmp_p
 @pytest.mark.infra
 @pytest.mark.usefixtures("s3_env")
 def test_report_from_an_s3_store_reads_compare_human_and_judges(run_dir, tmp_path, capsys):
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     store = open_store("s3://autocomp/reports")
     for name in ("sd35", "flux"):

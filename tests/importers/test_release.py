@@ -18,7 +18,7 @@ from autocomp.importers import import_benchmark
 from autocomp.protocol.negatives import expected_counts
 from autocomp.protocol.stages import negatives_stage
 from autocomp.store.publish import fetch_benchmark
-from autocomp.store.storage import open_store
+from autocomp.store.stores import open_store
 from autocomp.store.tables import read_metadata
 
 from .conftest import COLOR_KEPT, COLOR_ROWS, png, release_table, write_image_files

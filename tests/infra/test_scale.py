@@ -78,7 +78,7 @@ def test_no_image_passes_through_an_artifact_and_streaming_steps_stay_bounded(si
 def test_the_published_benchmark_is_datasets_readable_from_the_store(simulated, tmp_path):
     import datasets
 
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     _, store, figures = simulated
     folder = tmp_path / "bench"
@@ -115,7 +115,7 @@ def _published(store, key: str) -> dict[str, bytes]:
 
 
 def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(simulated, tmp_path):
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     out, uri, figures = simulated
     store, name, model = open_store(uri), figures["name"], "tiny-clip"

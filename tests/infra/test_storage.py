@@ -19,7 +19,8 @@ import pytest
 from autocomp.errors import UsageError
 from autocomp.store.local import LocalStore
 from autocomp.store.s3 import S3Store
-from autocomp.store.storage import MANIFEST, StorageError, open_store
+from autocomp.store.storage import MANIFEST, StorageError
+from autocomp.store.stores import open_store
 
 pytestmark = pytest.mark.infra
 

@@ -22,7 +22,7 @@ from autocomp.store.catalog import ids
 from autocomp.store.catalog.benchmarks import resolve_benchmark
 from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 from autocomp.store.publish import build_dataset, publish_stage
-from autocomp.store.storage import open_store
+from autocomp.store.stores import open_store
 
 SOURCES = ("table", "published", "parts", "store")
 NAME = "tiny-run"  # the published name

@@ -87,13 +87,13 @@ def human_agreement(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table
             answers[(r["task"], r["sample_id"])][r["annotator"]] = category
     groups: dict[tuple, list[list[str]]] = defaultdict(list)
     dropped: Counter = Counter()
-    for (task, sample), said in sorted(answers.items()):
+    for (task, sample), by_annotator in sorted(answers.items()):
         keys = [(task, *cells[sample]), (task, "all", None, "all")]
-        if len(said) < len(annotators):
+        if len(by_annotator) < len(annotators):
             dropped.update(keys)
             continue
         for key in keys:
-            groups[key].append([said[a] for a in annotators])
+            groups[key].append([by_annotator[a] for a in annotators])
     out = []
     for key in sorted(set(groups) | set(dropped), key=lambda k: (k[1] == "all", str(k))):
         items = groups.get(key, [])

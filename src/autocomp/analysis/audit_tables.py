@@ -126,8 +126,10 @@ def table20(
         values = []
         for task, a in keys:
             r = by_cell.get((family, n, condition, a))
-            items = r[f"{task}_items"] if r else 0
-            values.append(Cell(count=r[f"{task}_correct"], of=items) if items else Cell())
+            if r and r[f"{task}_items"]:
+                values.append(Cell(count=r[f"{task}_correct"], of=r[f"{task}_items"]))
+            else:
+                values.append(Cell())
         label = f"{n_label(n)} {CONDITION_LABELS.get(condition, condition)}"
         out.append(Row(label, tuple(values), group=family))
     return WideTable(
@@ -176,7 +178,7 @@ def table21(name: str, judge: pa.Table, layout: Layout) -> WideTable | None:
         columns=columns,
         rows=tuple(out),
         stub="Family, N",
-        keys=tuple(c[0] for c in columns),
+        keys=tuple(c[:1] for c in columns),
         caveats=tuple(undefined),
     )
 

@@ -20,15 +20,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 # Okabe & Ito (2008), ordered so that neighbours differ most; black last
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 MARKERS = ("o", "s", "^", "D")
-CHANCE = {"color": "#666666", "linestyle": (0, (5, 3)), "linewidth": 1.2}
+CHANCE: dict[str, Any] = {"color": "#666666", "linestyle": (0, (5, 3)), "linewidth": 1.2}
 FORMATS = ("svg", "pdf", "png")
 PNG_DPI = 200
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 9,
     "axes.titlesize": 9,

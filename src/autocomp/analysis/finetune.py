@@ -201,7 +201,7 @@ def publish_report(
     paths = write_report(runs, out, checkpoints, seed)
     full_report(runs, evaluation, out, seed, title=f"{name} fine-tuning")
     if store:
-        from autocomp.store.storage import open_store
+        from autocomp.store.stores import open_store
 
         digest = hashlib.sha256()
         for key in ("table8", "finetune_deltas"):

@@ -20,7 +20,7 @@ one-negative benchmark: SugarCrepe) gets one column, "Swap = Conf.", and N=0 rea
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,7 +230,7 @@ def hard_negative_table(
     pairs = {m: b for m, b in layout.bases.items() if m in present and b in present}
     if not pairs:
         return None
-    hardest = defaultdict(int)
+    hardest: dict[str, int] = defaultdict(int)
     for r in rows:
         hardest[r["family"]] = max(hardest[r["family"]], r["n"])
     conditions = _condition_order({r["condition"] for r in rows})
@@ -403,7 +403,7 @@ def paper_tables(
     survival = None
     if funnel is not None:
         survival = survival_table(funnel, layout, funnel_caveats)
-    candidates: list[tuple[list[WideTable | None], str]] = [
+    candidates: list[tuple[Sequence[WideTable | None], str]] = [
         (
             by_condition(
                 accuracy, layout, name="paper_table5", title=MAIN_TITLE, note=MAIN_NOTE, scope=scope

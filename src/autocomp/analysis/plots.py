@@ -199,7 +199,8 @@ def accuracy_plots(acc: list[dict], styles: dict, layout: Layout | None, scope: 
             f"{family}: accuracy vs N", rows, styles, lambda r: r["n"], lambda n: f"N={n}", sets
         )
         if fig is not None:
-            caveats = scope.caveats(lambda k, f=family: k[0] == f, compare=True)
+            in_family = {s.key for s in scope.samples.values() if s.key[0] == family}
+            caveats = scope.caveats(in_family, compare=True)
             out.append(Plot(f"accuracy_vs_n_{family}", f"{family}: accuracy vs N", fig, caveats))
     others = [f for f in families if not scope.autocomp(f)]
     if others:
@@ -380,9 +381,9 @@ def report_plots(
         notes.append("Contextual minus Minimal figure left out: " + scope.paired_reason())
     plots += found
     if "survival_funnel" in tables:
-        plot = funnel_plot(tables["survival_funnel"], layout)
-        if plot is not None:
-            plots.append(plot)
+        funnel = funnel_plot(tables["survival_funnel"], layout)
+        if funnel is not None:
+            plots.append(funnel)
     else:
         notes.append(
             "Survival funnel left out: the run's benchmark has no survival table "

@@ -303,10 +303,10 @@ def _write_report(
         html = render_html(data, tables, seed, wide, omitted, drawn, plot_notes)
         (staging / "index.html").write_text(html, encoding="utf-8")
         out.mkdir(exist_ok=True)
-        for folder in ("tables", "figures"):
-            shutil.rmtree(out / folder, ignore_errors=True)
-            if (staging / folder).is_dir():
-                os.replace(staging / folder, out / folder)
+        for kind in ("tables", "figures"):
+            shutil.rmtree(out / kind, ignore_errors=True)
+            if (staging / kind).is_dir():
+                os.replace(staging / kind, out / kind)
         os.replace(staging / "index.html", out / "index.html")
     return {
         "html": out / "index.html",
@@ -373,7 +373,7 @@ def report_from_store(
 ) -> dict[str, Any]:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")

@@ -19,7 +19,9 @@ Score types: predictions may carry a `score_type` column: "score" (the model's n
 "per_token" (generative: summed log-likelihood / caption tokens) or "choice" (the A.8 blind
 multiple-choice test). Every analysis keeps them apart (it is a key of every cell and pair); a
 table without the column is all "score".
-"""
+
+Over 450 lines because it is a library of small independent analyses, one function per paper
+table; each one is short and reads only the long tables."""
 
 from __future__ import annotations
 
@@ -258,12 +260,12 @@ def per_relation(
     for r in _join(with_score_type(predictions), benchmark, ["sample_id", "attributes"]):
         if r["family"] in families and r["set"] == set_name:
             key = (r["model"], r["family"], r["n"], r["condition"], r["protocol"], r["score_type"])
-            cell = cells[(*key, r["attributes"][0])]
+            cell = cells[key + (r["attributes"][0],)]
             cell[0] += 1
             cell[1] += bool(r["correct"])
     rows = []
-    for key, (items, k) in sorted(cells.items()):
-        model, family, n, condition, protocol, score_type, relation = key
+    for cell_key, (items, k) in sorted(cells.items()):
+        model, family, n, condition, protocol, score_type, relation = cell_key
         low, high = binomial_interval(k, items)
         rows.append(
             {

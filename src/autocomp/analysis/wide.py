@@ -95,7 +95,7 @@ def _missing(v: float | None) -> bool:
 def percent(v: float | None, signed: bool = False, chance: bool = False) -> str:
     """A fraction as the paper prints it: 0.573 -> "57.3"; chance 0.0014 -> "0.14"; a signed
     difference -0.024 -> "-2.4"; None or NaN -> "–"."""
-    if _missing(v):
+    if v is None or _missing(v):
         return MISSING
     x = Decimal(repr(float(v) * 100))  # the shortest decimal of the float: 6.25, not 6.2499...
     digits = 2 if chance and abs(x) < 1 else 1

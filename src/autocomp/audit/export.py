@@ -150,15 +150,15 @@ def draw(rows: list[dict[str, Any]], config: AuditConfig) -> tuple[list[dict], l
             for s in both
         )
         if usable:
-            cells[(both[0]["family"], both[0]["n"])].append(concept)
+            cells[(pair["minimal"]["family"], pair["minimal"]["n"])].append(concept)
     for members in cells.values():
         rng.shuffle(members)
     available = sum(len(v) for v in cells.values())
     if available < config.concepts:
-        both = "present, accepted or not" if config.include_rejected else "accepted"
+        which = "present, accepted or not" if config.include_rejected else "accepted"
         raise UsageError(
             "concepts", config.concepts, f"this benchmark has {available} usable concept(s) "
-            f"(Minimal and Contextual samples both {both}, each with a Swap negative and 2 or "
+            f"(Minimal and Contextual samples both {which}, each with a Swap negative and 2 or "
             "more distinct Confusion negatives); ask for at most that many"
             + ("" if config.include_rejected else " (or --include-rejected for a demo)")
         )  # fmt: skip
@@ -169,8 +169,8 @@ def draw(rows: list[dict[str, Any]], config: AuditConfig) -> tuple[list[dict], l
     for r in sorted(rows, key=lambda r: r["sample_id"]):
         if r.get("accepted", True) is False and r["sample_id"] not in used:
             rejected_cells[(r["family"], r["n"], r["condition"])].append(r)
-    for members in rejected_cells.values():
-        rng.shuffle(members)
+    for group in rejected_cells.values():
+        rng.shuffle(group)
     return images, _round_robin(rejected_cells, config.rejected)
 
 
@@ -273,7 +273,10 @@ def export_study(
     if not out.parent.is_dir():
         raise UsageError("out", str(out), f"folder {out.parent} does not exist")
     source = as_benchmark(benchmark)
-    where = source.path
+    where = Path(source.path)
+    files = [f for f in source.files if isinstance(f, Path)]
+    if len(files) < len(source.files):
+        raise UsageError("benchmark", str(source.path), "is in a store; fetch it into a folder")
     root = Path(images_root) if images_root else (where if where.is_dir() else where.parent)
     rows = read_benchmark(source)
     images, rejected = draw(rows, config)
@@ -295,7 +298,7 @@ def export_study(
         document = provenance(
             "audit_key",
             config=config.record(),
-            benchmark={"name": where.name, "sha256": _fingerprint(source.files)},
+            benchmark={"name": where.name, "sha256": _fingerprint(files)},
         )
         write_table(pa.Table.from_pylist(key, AUDIT_KEY_SCHEMA), work / KEY_FILE, document)
         annotators = {}
@@ -303,7 +306,7 @@ def export_study(
             items = annotator_items(key, name, config.seed)
             (work / ITEMS_DIR / f"{name}.json").write_text(json.dumps(items), encoding="utf-8")
             annotators[name] = {"token": secrets.token_urlsafe(24), "items": len(items)}
-        counts = defaultdict(int)
+        counts: dict[str, int] = defaultdict(int)
         for k in key:
             counts[k["task"]] += 1
         study = {

@@ -77,7 +77,7 @@ def verb_names(parser: argparse.ArgumentParser, words: Sequence[str]) -> frozens
     for word in words:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = sub.choices[word]
-    names = set()
+    names: set[str] = set()
     for action in parser._actions:
         if action.option_strings:
             names.update(action.option_strings)

@@ -35,7 +35,8 @@ def _plan(args: argparse.Namespace) -> None:
     )
     for spec, total in made.capped.items():
         print(f"  {spec} holds only {total:,} distinct concepts: planned at {total:,}")
-    rows, sources = [], {}
+    rows: list[list[str]] = []
+    sources: dict[str, str] = {}
     for s in made.steps:
         gpus = f"{s.gpus} x >={s.gpu_gb} GB" if s.gpus else "-"
         if s.gpu_hours is not None:

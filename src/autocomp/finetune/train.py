@@ -96,7 +96,8 @@ def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
 def _param_groups(model: Any, weight_decay: float) -> list[dict]:
     """Weight decay on weight matrices only (open_clip's own rule: no decay on gains, biases,
     norms, embeddings of rank 1, logit scale and bias)."""
-    decay, plain = [], []
+    decay: list[Any] = []
+    plain: list[Any] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -181,10 +182,13 @@ def train_step(
     loss = contrastive_loss(score, img, txt[:batch], txt[batch:], model.logit_scale, bias)
     loss.backward()  # gradients of the embeddings, the logit scale and bias
     loss = loss.detach()
+    img_grad, txt_grad = img.grad, txt.grad
+    if img_grad is None or txt_grad is None:
+        raise RuntimeError("the loss reached no embedding gradient")
     for i in range(0, batch, micro):
-        enc.images(pixels[i : i + micro]).backward(img.grad[i : i + micro])
+        enc.images(pixels[i : i + micro]).backward(img_grad[i : i + micro])
     for i in range(0, tokens.shape[0], tmicro):
-        enc.texts(tokens[i : i + tmicro]).backward(txt.grad[i : i + tmicro])
+        enc.texts(tokens[i : i + tmicro]).backward(txt_grad[i : i + tmicro])
     return float(loss)
 
 

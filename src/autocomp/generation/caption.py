@@ -101,14 +101,14 @@ class TransformersCaptioner:
     def generate(self, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[str]:
         import torch
 
-        inputs = self.tokenizer.apply_chat_template(
+        encoded: Any = self.tokenizer.apply_chat_template(  # return_dict=True: a BatchEncoding
             list(prompts),
             add_generation_prompt=True,
             return_tensors="pt",
             padding=True,
             return_dict=True,
         )
-        inputs = {k: v.to(self.device) for k, v in inputs.items()}
+        inputs = {k: v.to(self.device) for k, v in encoded.items()}
         torch.manual_seed(batch_seed(seeds))
         with torch.inference_mode():
             out = self.model.generate(

@@ -64,7 +64,7 @@ def survival(verdicts: list[dict[str, Any]], captions: list[dict[str, Any]] | No
             outcome = entry["outcomes"].get(check, "n/a")
             if outcome == "n/a" or not alive:
                 continue
-            cell = cells[(*entry["key"], check)]
+            cell = cells[tuple(entry["key"]) + (check,)]
             cell["entered"] += 1
             alive = outcome == "pass"
             cell["passed"] += alive

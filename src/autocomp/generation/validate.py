@@ -175,15 +175,15 @@ def validate_batch(
     alive = survivors("background")
 
     if alive:
-        asked, owners = [], []
+        asked, askers = [], []
         for s in alive:
             family = load_family(s["family"])
             for q in checks.questions(family, s["objects"], s["attributes"]):
                 asked.append((s["sample_id"], images[s["sample_id"]], q))
-                owners.append(s["sample_id"])
+                askers.append(s["sample_id"])
         scores = models.get("vqa").option_scores(asked)
         per_sample: dict[str, tuple[list, list]] = {s["sample_id"]: ([], []) for s in alive}
-        for sid, (_, _, q), values in zip(owners, asked, scores):
+        for sid, (_, _, q), values in zip(askers, asked, scores):
             per_sample[sid][0].append(q)
             per_sample[sid][1].append(values)
         for sid, (qs, values) in per_sample.items():

@@ -33,7 +33,9 @@ class VqaJudge:
 
     def option_scores(self, asked: Sequence[tuple[str, Any, Question]]) -> list[list[float]]:
         """Per (image key, image, question): one score per option, in option order."""
-        requests, images, spans = [], {}, []
+        requests: list[ScoreRequest] = []
+        images: dict[str, Any] = {}
+        spans: list[tuple[int, int]] = []
         for key, image, question in asked:
             images[key] = image
             start = len(requests)

@@ -95,7 +95,7 @@ def layout_of(source: TableSource, condition: str = "") -> Layout:
     """The source's layout, checked: its label column, and the conditions it holds (`condition`:
     the one a caption / image source holds, "" = from the source's name)."""
     labels, names = _labels_column(source), set(source.schema.names)
-    paired = {}
+    paired: dict[str, tuple[str, str]] = {}
     for cond, prefixes in PREFIXES.items():
         for prefix in prefixes:
             pair = (f"{prefix}_caption", f"{prefix}_image")

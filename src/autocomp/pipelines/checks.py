@@ -23,6 +23,7 @@ from typing import Any
 from autocomp.config import NEGATIVE_KINDS
 from autocomp.errors import ParameterError, UsageError
 from autocomp.pipelines.plumbing import (
+    ALL,
     Parameter,
     Required,
     configured,
@@ -60,7 +61,6 @@ def check_name(value: str, what: str = "name") -> str:
 
 
 def _check_models(pipeline: str, models: list[Any]) -> None:
-    from autocomp.pipelines.definitions.plan import ALL
     from autocomp.scoring.registry import get_model
 
     if not models or not all(isinstance(m, str) for m in models):
@@ -107,21 +107,21 @@ def _stage_rule(stage: str) -> Any:
 
         return check_config
     if stage == "render":
-        from autocomp.generation.render import check_config
+        from autocomp.generation.render import check_config as check_render
 
-        return check_config
+        return check_render
     if stage == "validate":
-        from autocomp.generation.validate import check_config
+        from autocomp.generation.validate import check_config as check_validate
 
-        return check_config
+        return check_validate
     if stage == "negatives":
         from autocomp.protocol.stages import check_negatives_config
 
         return check_negatives_config
     if stage == "score":
-        from autocomp.scoring.checks import check_config
+        from autocomp.scoring.checks import check_config as check_score
 
-        return check_config
+        return check_score
     return None  # curate: one bool; finetune: FinetuneConfig checks itself when it is made
 
 

@@ -223,7 +223,8 @@ def _determiner(text: str, reversed_text: str, cursor: int, start: int) -> re.Ma
     tail before `start`, read in `reversed_text`): the same leftmost match, since the lookbehind
     sees the text left of where a search starts either way."""
     at = len(text) - start
-    tail = _TAIL_REVERSED.match(reversed_text, at).end() - at
+    found = _TAIL_REVERSED.match(reversed_text, at)  # never None: the pattern matches ''
+    tail = found.end() - at if found else 0
     return _DETERMINER.search(text, max(cursor, start - tail), start)
 
 

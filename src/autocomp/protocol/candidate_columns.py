@@ -257,7 +257,7 @@ def candidate_columns(rows: Sequence[CaptionRow], protocol: str) -> dict[str, pa
     """The benchmark columns (`store.catalog.schemas.BENCHMARK_FIELDS`) for a batch of rows."""
     positives: list[str] = [""] * len(rows)
     groups: dict[tuple[bool, int, Shape], list[int]] = {}
-    pieces: list[list[list[str]] | None] = [None] * len(rows)
+    pieces: dict[int, list[list[str]]] = {}  # per row of N > 1
     for i, row in enumerate(rows):
         n = len(row.objects)
         if n == 1:

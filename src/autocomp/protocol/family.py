@@ -26,7 +26,10 @@ Schema (every key is checked; unknown keys are errors, so a typo is never silent
       user: ...                  # user prompt template with {examples} and {spec}
       example: "...{spec}...{caption}..."   # how one few-shot example is written
       examples: [{objects: [...], attributes: [...], caption: ...}, ...]
-"""
+
+Over 450 lines because a family's schema and every check of a family file (keys, vocabularies,
+word containment, relations, N ranges, few-shot examples) stay together: each check reads the
+same parsed YAML and reports through one checker."""
 
 from __future__ import annotations
 
@@ -68,8 +71,11 @@ _ENTRY_KEYS = {
     "attributes": ({"name"}, {"source"}),
     "relations": ({"name", "meaning", "inverse"}, {"source"}),
 }
-_CAPTION_KEYS = {"attribute": ({"suffix"}, set()), "relation": ({"first", "next", "suffix"}, set())}
-_CONTEXTUAL_KEYS = ({"system", "user", "example", "examples"}, set())
+_CAPTION_KEYS: dict[str, tuple[set[str], set[str]]] = {
+    "attribute": ({"suffix"}, set()),
+    "relation": ({"first", "next", "suffix"}, set()),
+}
+_CONTEXTUAL_KEYS: tuple[set[str], set[str]] = ({"system", "user", "example", "examples"}, set())
 # The VQA question of the attribute/relation check (autocomp.generation.checks): slots per kind.
 DEFAULT_QUESTIONS = {
     "attribute": "What {label} {be} the {object}? Answer with one word.",
@@ -465,7 +471,7 @@ def _cross_containment(
 
 
 def _check_relations(check: _Checker, relations: Vocabulary) -> None:
-    meanings = {e.meaning for e in relations.entries}
+    meanings = {e.meaning for e in relations.entries if e.meaning is not None}
     inverse_of: dict[str, str] = {}
     for i, e in enumerate(relations.entries):
         for key in ("meaning", "inverse"):

@@ -6,7 +6,10 @@ by the pipeline components).
   `caption`) -> benchmark table with Swap / Confusion / sanity candidate sets, streamed in
   batches (built column-wise, `candidate_columns`) with bounded memory: in this process, or over
   worker processes that write their own Parquet parts, joined into one file without decoding.
-"""
+
+Over 450 lines because it holds both protocol stages with the checks of their configurations and
+the process pool they share (cgroup-aware core count, ordered parallel map, clean termination);
+that pool is the part that could move out."""
 
 from __future__ import annotations
 
@@ -273,9 +276,9 @@ def _cgroup_cpu_quota() -> int | None:
     except (OSError, ValueError):
         pass
     try:  # cgroup v1
-        limit = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
-        period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
-        return None if limit <= 0 else math.ceil(limit / period)
+        quota = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+        every = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else math.ceil(quota / every)
     except (OSError, ValueError):
         return None
 
@@ -555,7 +558,7 @@ def reuse_or_sample(config: SampleConfig, store: str, reuse: str, out: str | Pat
         return sample_many(config, out)
     import tempfile
 
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     with tempfile.TemporaryDirectory(prefix="reuse-") as work:  # only the file it reads
         open_store(store).get_file(f"benchmarks/{reuse}", "concepts.parquet", Path(work) / "c")

@@ -155,6 +155,8 @@ class OpenClipScorer(Scorer):
         from autocomp.tiny.scoring import register_open_clip_configs
 
         register_open_clip_configs()
+        if entry.architecture is None:
+            raise ValueError(f"{entry.name}: an open_clip model needs its architecture")
         self.entry = entry
         self.device = select_device(device)
         precision = "fp16" if entry.dtype == "float16" and self.device != "cpu" else "fp32"
@@ -272,18 +274,19 @@ class OpenClipScorer(Scorer):
         """Cosine or sigmoid score per request; each distinct image and caption encoded once."""
         if not requests:
             return []
-        if any(r.image_key is None for r in requests):
+        keyed = [(r.image_key, r.text) for r in requests if r.image_key is not None]
+        if len(keyed) < len(requests):
             raise ValueError("contrastive models cannot score a caption without an image")
-        image_keys = list(dict.fromkeys(r.image_key for r in requests))
-        texts = list(dict.fromkeys(r.text for r in requests))
+        image_keys = list(dict.fromkeys(k for k, _ in keyed))
+        texts = list(dict.fromkeys(t for _, t in keyed))
         image_feats = self._encode_images([images[k] for k in image_keys]).to("cpu")
         text_feats = self._encode_texts(texts)
         image_row = {k: i for i, k in enumerate(image_keys)}
         text_row = {t: i for i, t in enumerate(texts)}
         import torch
 
-        img_idx = torch.tensor([image_row[r.image_key] for r in requests], dtype=torch.long)
-        txt_idx = torch.tensor([text_row[r.text] for r in requests], dtype=torch.long)
+        img_idx = torch.tensor([image_row[k] for k, _ in keyed], dtype=torch.long)
+        txt_idx = torch.tensor([text_row[t] for _, t in keyed], dtype=torch.long)
         cos = (image_feats[img_idx] * text_feats[txt_idx]).sum(-1)
         if self.entry.score == "sigmoid":
             scale = self.model.logit_scale.exp().float().cpu()
@@ -345,6 +348,7 @@ def open_clip_details(
     from open_clip.transform import PreprocessCfg
 
     preprocess = dict(vars(PreprocessCfg()))
+    weights: str | None
     if architecture.startswith(SCHEMAS):
         config = config or {}
         model_cfg = config.get("model_cfg")
@@ -373,7 +377,7 @@ def open_clip_details(
             )
         else:
             quick_gelu = bool(model_cfg.get("quick_gelu"))
-    size = (model_cfg.get("vision_cfg") or {}).get("image_size", preprocess["size"])
+    size: Any = (model_cfg.get("vision_cfg") or {}).get("image_size", preprocess["size"])
     sigmoid = "init_logit_bias" in model_cfg or "logit_bias" in model_cfg
     return {
         "weights": weights,

@@ -170,6 +170,6 @@ def open_results(store: str | None, results: str | None) -> Store | None:
         return None
     if not store:
         raise UsageError("results", results, "publishes runs into a store: give the store too")
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     return open_store(store)

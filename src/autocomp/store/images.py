@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from autocomp.store.atomic import atomic_path
 from autocomp.store.paths import OutsideRoot, resolve_inside
-from autocomp.store.storage import Store, open_store
+from autocomp.store.storage import Store
+from autocomp.store.stores import open_store
 from autocomp.store.transfer import DEFAULT_WORKERS, ordered_map
 
 

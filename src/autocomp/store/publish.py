@@ -32,12 +32,17 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.errors import UsageError
-from autocomp.store.atomic import atomic_path, scratch_folder, write_json
+from autocomp.store.atomic import atomic_path, scratch_folder
 from autocomp.store.catalog.benchmarks import Benchmark, RemotePart, as_benchmark
+from autocomp.store.catalog.published import (  # noqa: F401  (their names, kept importable here)
+    check_published,
+    fetch_published,
+    published_names,
+)
 from autocomp.store.catalog.schemas import IMAGE_TYPE
 from autocomp.store.images import ImageFolder, Images
 from autocomp.store.paths import OutsideRoot
-from autocomp.store.storage import open_store
+from autocomp.store.stores import open_store
 from autocomp.store.transfer import read_ahead
 
 ROWS_PER_SHARD = 200
@@ -357,52 +362,6 @@ def copy_rows(
         out.add_file(f"data/part-{current:05d}.parquet", path, remove=True)
         out.made_by["rows"] = kept
     return kept
-
-
-def published_names(store_uri: str) -> list[str]:
-    """The names of the benchmarks published in a store (complete outputs only)."""
-    prefix = "benchmarks/"
-    found = open_store(store_uri).outputs(prefix)
-    return sorted(n.removeprefix(prefix) for n in found if "/" not in n.removeprefix(prefix))
-
-
-def check_published(store_uri: str, name: str, option: str = "benchmark") -> dict[str, Any]:
-    """The manifest of benchmarks/<name>; a name that is not there is a usage error that lists
-    what the store holds."""
-    if not name or name.strip("/") != name or any(p in ("", ".", "..") for p in name.split("/")):
-        raise UsageError(option, name, "is not a benchmark name; give a name like run-1")
-    manifest = open_store(store_uri).manifest(f"benchmarks/{name}")
-    if manifest is None:
-        names = published_names(store_uri)
-        listed = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "") if names else "none"
-        raise UsageError(
-            option, name, f"is not a benchmark published in {store_uri} (published: {listed})"
-        )
-    return manifest
-
-
-def fetch_published(store_uri: str, name: str, folder: str | Path) -> Path:
-    """Fetch benchmarks/<name> into `folder` (the published layout: data/*.parquet, README.md,
-    ...), resumably: the store's manifest is written into the folder last, and a folder whose
-    manifest matches the store's (and whose files are all there) is not fetched again."""
-    folder = Path(folder)
-    manifest = check_published(store_uri, name)
-    marker = folder / "_manifest.json"
-    if marker.is_file():
-        try:
-            done = json.loads(marker.read_text()) == manifest
-        except ValueError:
-            done = False
-        sizes_ok = all(
-            (folder / f["path"]).is_file() and (folder / f["path"]).stat().st_size == f["size"]
-            for f in manifest["files"]
-        )
-        if done and sizes_ok:
-            return folder
-        marker.unlink()
-    open_store(store_uri).get(f"benchmarks/{name}", folder)
-    write_json(marker, manifest)
-    return folder
 
 
 def fetch_benchmark(store_uri: str, name: str, work: str | Path, out: str | Path) -> Path:

@@ -206,7 +206,7 @@ class S3Store:
             "NoSuchBucket": f"create bucket {self.bucket!r} or fix the store URI",
             "NoSuchKey": "the object is missing: the output is incomplete; publish it again",
         }
-        fix = fixes.get(exc.code, "see the S3 server's message")
+        fix = fixes.get(exc.code or "", "see the S3 server's message")
         return UsageError(where, what, f"{exc.code}: {fix}")
 
     def ensure_bucket(self) -> None:
@@ -242,7 +242,10 @@ class S3Store:
         return self._retry(f"reading {key}", read)
 
     def _put(self, key: str, data: bytes, sha256: str | None, kind: str = "") -> None:
-        metadata = {"sha256": sha256} if sha256 else None
+        # minio types metadata values as str | list[str] | tuple[str]
+        metadata: dict[str, str | list[str] | tuple[str]] | None = (
+            {"sha256": sha256} if sha256 else None
+        )
         _count(written=len(data))
         self._retry(
             f"writing {key}",
@@ -365,7 +368,8 @@ class S3Store:
 
         def look() -> ObjectInfo | None:
             try:
-                return ObjectInfo(check_key(key), self.client.stat_object(self.bucket, full).size)
+                found = self.client.stat_object(self.bucket, full)
+                return ObjectInfo(check_key(key), found.size or 0)
             except S3Error as exc:
                 if exc.code in ("NoSuchKey", "NoSuchBucket"):
                     return None

@@ -39,7 +39,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
-from urllib.parse import urlparse
 
 from autocomp import __version__
 from autocomp.errors import UsageError
@@ -283,22 +282,3 @@ def bytes_stream(body: bytes) -> io.BytesIO:
 
 
 _bytes_stream = bytes_stream  # the name it had
-
-
-def open_store(uri: str | Path, **options: Any) -> Store:
-    """The store for a URI: a path or file:// (local folder), s3://bucket/prefix (S3/MinIO)."""
-    from autocomp.store.local import LocalStore
-
-    text = str(uri)
-    parsed = urlparse(text)
-    if parsed.scheme == "s3":
-        if not parsed.netloc:
-            raise UsageError("store", text, "must name a bucket: s3://bucket/prefix")
-        from autocomp.store.s3 import S3Store
-
-        return S3Store(text, **options)
-    if parsed.scheme == "file":
-        return LocalStore(parsed.path)
-    if parsed.scheme and len(parsed.scheme) > 1:
-        raise UsageError("store", text, "must be a folder, file:///folder or s3://bucket/prefix")
-    return LocalStore(text)

@@ -17,6 +17,7 @@ import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
@@ -151,6 +152,11 @@ class StreamWriter:
     def __enter__(self) -> StreamWriter:
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._writer.close()
         self._context.__exit__(exc_type, exc, tb)  # renames on success, removes on failure

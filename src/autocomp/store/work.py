@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.store.atomic import write_json
-from autocomp.store.storage import MANIFEST, Store, open_store
+from autocomp.store.storage import MANIFEST, Store
+from autocomp.store.stores import open_store
 
 WORK = "work"
 LOCATION_FILE = "location.json"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from autocomp.store.atomic import atomic_folder
 
@@ -24,8 +25,9 @@ CHAT_TEMPLATE = (
 )
 
 
-def byte_level_tokenizer(specials: list[str]) -> object:
-    """A byte-level BPE tokenizer with no merges (every byte one token) and the given specials."""
+def byte_level_tokenizer(specials: list[str]) -> Any:
+    """A byte-level BPE tokenizer with no merges (every byte one token) and the given specials
+    (a Qwen2Tokenizer, typed Any: its convert_tokens_to_ids(str) is typed int | list[int])."""
     from transformers import Qwen2Tokenizer
 
     printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
@@ -36,7 +38,8 @@ def byte_level_tokenizer(specials: list[str]) -> object:
             extra += 1
     vocab = {chr(c): i for i, c in enumerate(chars)}
     tokenizer = Qwen2Tokenizer(
-        vocab=vocab, merges=[], unk_token=None, bos_token=None,
+        # transformers types unk_token as str; a byte-level vocabulary has no unknown token
+        vocab=vocab, merges=[], unk_token=None, bos_token=None,  # type: ignore[arg-type]
         eos_token="<|endoftext|>", pad_token="<|endoftext|>",
     )  # fmt: skip
     tokenizer.add_special_tokens({"additional_special_tokens": specials})

@@ -60,7 +60,9 @@ def build_sd3(folder: Path) -> None:
         SD3Transformer2DModel,
         StableDiffusion3Pipeline,
     )
-    from transformers import (
+
+    # T5TokenizerFast: exported lazily, missing from transformers' __init__ types
+    from transformers import (  # type: ignore[attr-defined]
         CLIPTextConfig,
         CLIPTextModelWithProjection,
         CLIPTokenizer,
@@ -129,7 +131,8 @@ def build_grounding_dino(folder: Path) -> None:
     )
 
     tokenizer = BertTokenizer(vocab={t: i for i, t in enumerate(_letters_vocab())})
-    backbone = SwinConfig(
+    # out_features is read by SwinConfig.__post_init__(**kwargs), which its type leaves out
+    backbone = SwinConfig(  # type: ignore[call-arg]
         image_size=64, embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2], window_size=4,
         out_features=["stage2", "stage3", "stage4"],
     )  # fmt: skip
@@ -137,7 +140,9 @@ def build_grounding_dino(folder: Path) -> None:
         vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
         intermediate_size=37, max_position_embeddings=64,
     )  # fmt: skip
-    config = GroundingDinoConfig(
+    # n_points is no GroundingDinoConfig field (it keeps encoder/decoder_n_points = 4): an extra
+    # attribute, kept so the tiny model and its saved config stay as they are
+    config = GroundingDinoConfig(  # type: ignore[call-arg]
         backbone_config=backbone, text_config=text, d_model=32, encoder_layers=1,
         decoder_layers=2, encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=30, n_points=2,
         max_text_len=32, encoder_attention_heads=2, decoder_attention_heads=2,

@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from autocomp.pipelines.cluster.gpus import GPU_TIERS_GB, SCORE_HOST
+
 GB, GIB, MB, HOUR = 1e9, 2**30, 1e6, 3600.0
 DESIGN_COUNT = 100_000  # concepts per family:N the compiled pipelines are sized for
 DESIGN_PROFILE = "paper"
@@ -304,9 +306,7 @@ def _evaluation(made: Plan, profile: Any, models: Any) -> None:
 
 def score_host(score: Any) -> float:
     """Host memory of a score pod: a share of its GPU memory (weights pass through it), at
-    least 16 GB (resources.SCORE_HOST)."""
-    from autocomp.pipelines.cluster.resources import SCORE_HOST
-
+    least 16 GB (gpus.SCORE_HOST)."""
     share = SCORE_HOST["memory_per_gpu_memory"] * score.gpus * score.gpu_gb
     return max(SCORE_HOST["memory_gb_min"], share) * GB
 
@@ -348,8 +348,6 @@ def _finetune(made: Plan, profile: Any) -> None:
 
 
 def _tier(gpu_memory_gb: float) -> int:
-    from autocomp.pipelines.cluster.resources import GPU_TIERS_GB
-
     return next((t for t in GPU_TIERS_GB if t >= gpu_memory_gb), GPU_TIERS_GB[-1])
 
 

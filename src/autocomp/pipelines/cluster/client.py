@@ -16,7 +16,10 @@ token with audience pipelines.kubeflow.org: the PodDefault's projected token fil
 create token --audience pipelines.kubeflow.org`), or the session cookie of a Dex login
 (`oauth2_proxy_kubeflow=...` on Kubeflow 1.9-1.11). In multi-user mode every request needs the
 profile namespace.
-"""
+
+Over 450 lines because every verb that talks to a KFP endpoint (connect, upload, submit,
+schedule) shares its endpoint, authentication and API-error handling here; uploads.py and
+cron.py already hold what stands alone."""
 
 from __future__ import annotations
 

@@ -13,7 +13,10 @@ check, PASS / WARN / FAIL / SKIP, each FAIL with its fix:
   read back by a pod in the namespace with the steps' own Secret and image;
 - images: every image the packages name, resolved at its registry.
 Without a kubeconfig the cluster items are named for the user to check.
-"""
+
+Over 450 lines because it is one preflight with one short check per cluster item (endpoint,
+store, Secrets, model cache, GPUs and their placement, images), each printing its own PASS /
+WARN / FAIL line."""
 
 from __future__ import annotations
 
@@ -130,7 +133,7 @@ def check_store(report: Report, store: str | None, where: str = "from this machi
     if not store:
         report.line("SKIP", "store", f"no --store given (the pipelines default to {DEFAULT_STORE})")
         return True
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     try:
         quick = {"retries": 1} if str(store).startswith("s3://") else {}  # say it, don't wait

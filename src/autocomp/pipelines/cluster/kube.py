@@ -37,7 +37,7 @@ class KubeError(Exception):
 class Kube:
     core: Any
     storage: Any
-    errors: type
+    errors: Any  # kubernetes' ApiException (the client library is untyped)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -201,7 +201,7 @@ def check_placement(pipeline: str, params: dict[str, Any], docs: list[dict[str, 
 
     definitions = input_definitions(docs[0])
     full = {**{k: _default(d) for k, d in definitions.items() if "defaultValue" in d}, **params}
-    models = {"captioner": full.get("captioner"), "renderer": full.get("renderer"),
+    models: dict[str, Any] = {"captioner": full.get("captioner"), "renderer": full.get("renderer"),
               "detector": full.get("detector"), "segmenter": full.get("segmenter"),
               "vqa": full.get("vqa"), "finetune_models": full.get("models")}  # fmt: skip
     configs = executors_config(docs)

@@ -40,6 +40,7 @@ from typing import Any
 
 from autocomp.pipelines.cluster import capacity
 from autocomp.pipelines.cluster.backends import DEFAULT_TARGET, Target
+from autocomp.pipelines.cluster.gpus import GPU_TIERS_GB, SCORE_HOST
 
 # cpu/memory: limits (requests equal); gpus: nvidia.com/gpu count; disk: the /scratch size limit;
 # timeout: the longest expected attempt (memory, disk and timeout are floors: a compiled step gets
@@ -102,7 +103,6 @@ SCRATCH_PATH = "/scratch"
 # NVIDIA GPU feature discovery (the GPU operator) labels every GPU node with its per-GPU memory
 # in MiB; without the operator label the nodes the same way (docs/cluster.md).
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
-GPU_TIERS_GB = (16, 24, 40, 48, 80, 141)  # the memory sizes GPUs are sold with
 TIER_LABEL = "autocomp.io/gpu-{gb}gb"  # node selector placement (backends without affinity)
 # What GPU feature discovery reports for real cards (nvidia.com/gpu.memory, MiB), with the size
 # each is sold as. tests/pipelines read it: every tier admits the cards of its size and larger,
@@ -118,8 +118,6 @@ GPU_CARDS: dict[str, tuple[int, int]] = {
     "NVIDIA-H100-PCIe": (80, 81559),
     "NVIDIA-H200": (141, 143771),
 }
-# host memory: a share of the GPU memory (weights pass through it when they load), at least 16 GB
-SCORE_HOST = {"cpu_min": 4, "cpu_per_gpu": 4, "memory_gb_min": 16, "memory_per_gpu_memory": 0.75}
 SCORE_PARALLELISM = {0: 4, 1: 8}  # concurrent score pods per class, by GPU count; else 1
 
 

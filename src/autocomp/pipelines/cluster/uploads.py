@@ -15,7 +15,8 @@ from autocomp.pipelines.plumbing import DISPLAY_NAMES
 
 
 def _versions(client: Any, pipeline_id: str) -> list[Any]:
-    found, token = [], ""
+    found: list[Any] = []
+    token = ""
     while True:
         response = client.list_pipeline_versions(
             pipeline_id=pipeline_id, page_token=token, page_size=100, sort_by="created_at desc"

@@ -117,7 +117,7 @@ def prefetch(cache: str | Path, only: list[str] | None = None, dry_run: bool = F
             print(f"would    {entry.model}: {entry.repo}{at}")
             continue
         try:
-            _download(entry, cache)
+            _download(entry.repo, entry.revision, cache)
         except Exception as exc:  # noqa: BLE001  (one model's failure is reported, the rest go on)
             failed += 1
             print(f"FAILED   {entry.model}: {entry.repo}{at}: {type(exc).__name__}: {exc}")
@@ -126,11 +126,11 @@ def prefetch(cache: str | Path, only: list[str] | None = None, dry_run: bool = F
     return failed
 
 
-def _download(entry: Wanted, cache: str | Path) -> None:
+def _download(repo: str, revision: str | None, cache: str | Path) -> None:
     from huggingface_hub import HfApi, snapshot_download
 
-    files = HfApi().list_repo_files(entry.repo, revision=entry.revision)
-    snapshot_download(entry.repo, revision=entry.revision, cache_dir=str(cache),
+    files = HfApi().list_repo_files(repo, revision=revision)
+    snapshot_download(repo, revision=revision, cache_dir=str(cache),
                       allow_patterns=choose_files(files))  # fmt: skip
 
 

@@ -172,7 +172,7 @@ def collect_results(store: str, name: str, models: list[str], out: str | Path) -
     """One summary over the score runs published for `models` (results/<name>/<model>), read
     from the store (the fan-in of a score class, by key)."""
     from autocomp.store.catalog.runs import collect_runs
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     opened = open_store(store)
     with tempfile.TemporaryDirectory(prefix="collect-") as scratch:

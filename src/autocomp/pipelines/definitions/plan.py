@@ -12,8 +12,7 @@ from typing import Any
 
 from autocomp.errors import UsageError
 from autocomp.pipelines.cluster.resources import ScoreClass, score_class
-
-ALL = "all"
+from autocomp.pipelines.plumbing import ALL
 
 
 def _models(path: str | Path | None = None) -> dict[str, Any]:

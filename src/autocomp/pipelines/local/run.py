@@ -34,7 +34,11 @@ from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.local.taskview import TaskView
 from autocomp.store.atomic import atomic_folder
 
-FINETUNE_BENCHMARK = {"specs": "color:2,shape_color:2", "count": 10, "num_shards": 1}
+FINETUNE_BENCHMARK: dict[str, Any] = {
+    "specs": "color:2,shape_color:2",
+    "count": 10,
+    "num_shards": 1,
+}
 
 
 def local_arguments(
@@ -281,7 +285,7 @@ def run_finetune_local(
     profile's generate_benchmark makes and publishes one first, Color and Shape-Color N=2 with
     10 concepts each (FINETUNE_BENCHMARK). The same task view, logs and report folder as
     `run_local`; returns where things are."""
-    from autocomp.store.storage import open_store
+    from autocomp.store.stores import open_store
 
     chosen = get_profile(profile)
     finetune = plumbing.arguments("finetune_models", chosen)

@@ -54,6 +54,11 @@ def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 60 else f"{int(value) // 60} min {int(value) % 60:02d} s"
 
 
+def _terminal_size() -> tuple[int, int]:
+    size = shutil.get_terminal_size((100, 40))
+    return size.columns, size.lines
+
+
 class TaskView:
     """The state machine and its two renderings (terminal, log). Thread-safe: kfp.local runs
     loop iterations in threads, and a ticker redraws elapsed times."""
@@ -68,7 +73,7 @@ class TaskView:
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
         self.clock = clock
-        self.size = size or (lambda: tuple(shutil.get_terminal_size((100, 40))))
+        self.size = size or _terminal_size
         self.blocks: list[Block] = []
         self.by_key: dict[object, Row] = {}
         self.lock = threading.RLock()

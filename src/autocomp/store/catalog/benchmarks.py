@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
-from autocomp.store.storage import Store, file_sha256, open_store
+from autocomp.store.storage import Store, file_sha256
+from autocomp.store.stores import open_store
 from autocomp.store.tables import METADATA_KEY, open_parquet, read_metadata, read_rows
 from autocomp.store.transfer import read_ahead
 
@@ -129,7 +130,7 @@ class Benchmark:
 
     def read(self, columns: list[str]) -> pa.Table:
         """Some columns of every row (a damaged part is a usage error naming it)."""
-        tables = [read_rows(_parquet(f), f, "benchmark", columns) for f in self.files]
+        tables = [read_rows(_parquet(f), str(f), "benchmark", columns) for f in self.files]
         return pa.concat_tables(tables)
 
 
@@ -203,7 +204,7 @@ def check_source(benchmark: str, store: str | None) -> None:
     """What can be checked before anything is fetched: the table or folder exists, or the store
     holds the published name (an unknown name lists the published ones)."""
     if store:
-        from autocomp.store.publish import check_published
+        from autocomp.store.catalog.published import check_published
 
         check_published(store, benchmark)
     else:
@@ -215,7 +216,7 @@ def resolve_benchmark(benchmark: str, store: str | None, out: str | Path) -> Ben
     <out>/benchmark/<name>/ once (a later run reuses a complete fetch)."""
     if not store:
         return open_benchmark(benchmark)
-    from autocomp.store.publish import check_published, fetch_published
+    from autocomp.store.catalog.published import check_published, fetch_published
 
     check_published(store, benchmark)
     folder = fetch_published(store, benchmark, Path(out) / STORE_CACHE / benchmark)
@@ -250,7 +251,7 @@ def open_stored(store_uri: str, name: str, shown: str | None = None) -> Benchmar
 def open_published(store_uri: str, name: str) -> Benchmark:
     """The benchmark published as benchmarks/<name>, streamed from the store (open_stored); an
     unknown name lists the published ones."""
-    from autocomp.store.publish import check_published
+    from autocomp.store.catalog.published import check_published
 
     check_published(store_uri, name)
     found = open_stored(store_uri, f"benchmarks/{name}")
@@ -269,7 +270,7 @@ def fetch_view(
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     for part in found.files:
-        opened = part.open()  # type: ignore[union-attr]
+        opened = _parquet(part)
         keep = [c for c in opened.schema_arrow.names if c not in drop]
         table = opened.read(columns=keep)
         pq.write_table(table, folder / "data" / part.name, compression="zstd")

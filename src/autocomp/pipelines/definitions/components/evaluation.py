@@ -14,7 +14,7 @@ def select_models(
     everything: List[str],  # noqa: UP006
     known: List[str],  # noqa: UP006
     left_out: dict,
-) -> NamedTuple("Selected", [("models", List[str]), ("count", int)]):  # noqa: UP006
+) -> NamedTuple("Selected", [("models", List[str]), ("count", int)]):  # type: ignore[valid-type]  # noqa: UP006, E501  (KFP reads the functional form)
     """The requested models that belong to one resource class.
 
     Args:
@@ -36,7 +36,8 @@ def select_models(
         for model, why in left_out.items():
             print(f"not in 'all': {model}: {why}")
     chosen = select(requested, members, everything, known)
-    return namedtuple("Selected", ["models", "count"])(chosen, len(chosen))
+    Selected = namedtuple("Selected", ["models", "count"])  # noqa: PYI024
+    return Selected(chosen, len(chosen))
 
 
 @component("gpu")
