@@ -31,8 +31,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-from autocomp import checks  # noqa: E402
 from autocomp.config import get_profile  # noqa: E402
+from autocomp.generation import checks  # noqa: E402
 from autocomp.generation.registry import get_generation_model  # noqa: E402
 from autocomp.protocol.concepts import sample_concepts  # noqa: E402
 from autocomp.protocol.family import load_family  # noqa: E402

@@ -55,6 +55,7 @@ def synthetic(models: int, samples: int, seed: int = 0) -> pa.Table:
         tie=np.zeros(rows, bool), predicted=np.zeros(rows, np.int32),
         positive_score=np.zeros(rows), best_negative_score=np.zeros(rows),
         failed=np.zeros(rows, bool), reason=np.full(rows, ""), truncated=np.zeros(rows, bool),
+        score_type=np.full(rows, "score"), options=np.full(rows, ""),  # native scoring
     )  # fmt: skip
     return pa.table({f.name: pa.array(arrays[f.name], f.type) for f in PREDICTIONS_SCHEMA})
 
