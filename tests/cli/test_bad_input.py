@@ -431,7 +431,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("import-out-exists", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/empty_dir"], ["--out", "empty_dir", "--force"]),
     ("import-out-file", ["import", "autocomp-release", "--source", V + "/release_paths.parquet", "--out", V + "/a_file", "--force"], ["--out", "a_file", "is a file"]),
     ("import-out-under-file", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", V + "/a_file/out"], ["--out", "a_file", "lies under"]),
-    ("import-out-nodir-fails-later", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", "{out}/nowhere/out"], ["--source"]),
+    ("import-out-nodir-fails-later", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", "{out}/nowhere/out", "--images", V + "/images"], ["--source", "JSON"]),
     ("import-sugar-json", ["import", "sugarcrepe", "--source", V + "/sugar_bad.json", "--out", "{out}", "--images", V + "/images"], ["--source", "sugar_bad.json", "JSON"]),
     ("import-sugar-no-images", ["import", "sugarcrepe", "--source", V + "/sugar_missing.json", "--out", "{out}"], ["--images", "COCO"]),
     ("import-sugar-escape", ["import", "sugarcrepe", "--source", V + "/sugar_escape.json", "--out", "{out}", "--images", V + "/images"], ["--images", "passwd", "refused"]),

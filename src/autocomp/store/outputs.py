@@ -4,8 +4,9 @@ Every verb's `--out` (a table, a stage folder, a run, a report, an import) is ch
 before any work, and its missing parents are made here when something is first written:
 
 - `check_output(path)`: `path` is not under a file (every ancestor that exists is a folder)
-  and the nearest existing ancestor takes new files (probed). Missing parents are fine: they
-  are not created by the check, so a call that fails before its first write leaves nothing.
+  and, for a new path, the nearest existing ancestor takes new files (probed). Missing
+  parents are fine: the check creates nothing, so a call that fails before its first write
+  leaves nothing.
 - `made_parents(path)`: a block that creates `path`'s missing ancestors and, when it fails,
   removes again the ones it created that are still empty (store/atomic.py runs every atomic
   write inside one, so the first file written brings its folders and a failed one takes them
@@ -44,9 +45,11 @@ def nearest_existing(path: str | Path) -> Path:
 
 def check_output(path: str | Path, option: str = "out") -> Path:
     """The output path `path` can be written, checked before any work: nothing above it is a
-    file and its nearest existing folder takes new files. Whether `path` itself may exist (a
-    table, a folder to resume) is the caller's rule."""
+    file and, when `path` is not there yet, its nearest existing folder takes new files.
+    Whether `path` itself may exist (a table, a folder to resume) is the caller's rule."""
     path = Path(path)
+    if path.exists():
+        return path  # (its ancestors are folders; the caller checks what it holds)
     ancestor = nearest_existing(path)
     if not ancestor.is_dir():
         raise UsageError(

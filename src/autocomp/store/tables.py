@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from autocomp import __version__
 from autocomp.errors import UsageError
 from autocomp.store.atomic import atomic_path, sweep_stale
-from autocomp.store.outputs import check_output
+from autocomp.store.outputs import check_output, check_writable
 
 METADATA_KEY = b"autocomp"
 SCHEMA_VERSION = 1
@@ -99,6 +99,8 @@ def check_output_path(
     if path.is_dir():
         raise UsageError("out", str(path), "is a folder; give a file path ending in .parquet")
     check_output(path)
+    if path.exists():  # replaced (--force): its folder must take the new file
+        check_writable(path.parent, "out", path)
     for source in inputs:
         if path.resolve() == Path(source).resolve():
             raise UsageError("out", str(path), "is the --input itself; write to a new file")
