@@ -7,7 +7,9 @@ environment (what `make install` makes) and each block runs in bash with `set -e
 CPU without the hub, and nothing else is changed:
 
 - a model that needs hub weights is replaced by its tiny random-weight stand-in (TINY);
-- the verbs whose default profile is the paper's (hub models, a GPU) get `--profile tiny`.
+- the verbs whose default profile is the paper's (hub models, a GPU) get `--profile tiny`, and
+  `curate` gets `--keep-rejected`: random weights reject every image, so, as the tiny profile
+  of `autocomp run` does, the rejected samples are kept (marked) to run the rest of the chain.
 
 A block that cannot run here is in SKIP with the reason; every entry of SKIP must name a block
 that exists, so the list cannot go stale. FIXTURES stands in for what a reader brings (their
@@ -110,7 +112,8 @@ def runnable(text: str) -> str:
     """The block with its hub models replaced by tiny ones and --profile tiny added."""
     for model, tiny in TINY.items():
         text = re.sub(rf"(?<![\w.:/-]){re.escape(model)}", tiny, text)
-    return PROFILED.sub(r"autocomp \1 --profile tiny", text)
+    text = PROFILED.sub(r"autocomp \1 --profile tiny", text)
+    return re.sub(r"\bautocomp curate(?= )", "autocomp curate --keep-rejected", text)
 
 
 def test_every_skip_and_fixture_names_a_block():
