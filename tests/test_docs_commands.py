@@ -81,10 +81,19 @@ def _images(folder: Path) -> None:
 
 
 def _published(folder: Path) -> None:
-    """A published benchmark folder `bench` (data/*.parquet, images embedded)."""
-    from autocomp.store.publish import build_dataset
+    """A published benchmark folder `bench`: the README's benchmark with its images embedded,
+    as data/test-00000-of-00001.parquet (`{bytes, path}` structs, the layout `publish` writes)."""
+    import pyarrow as pa
 
-    build_dataset(folder / "benchmark.parquet", folder / "imgs", folder / "bench", "bench")
+    table = pq.read_table(folder / "benchmark.parquet")
+    names = table.column("image").to_pylist()
+    images = pa.array(
+        [{"bytes": (folder / "imgs" / n).read_bytes(), "path": n} for n in names],
+        pa.struct([("bytes", pa.binary()), ("path", pa.string())]),
+    )
+    table = table.set_column(table.schema.get_field_index("image"), "image", images)
+    (folder / "bench" / "data").mkdir(parents=True)
+    pq.write_table(table, folder / "bench" / "data" / "test-00000-of-00001.parquet")
 
 
 # (page, first line of the block) -> what the reader has brought before it
