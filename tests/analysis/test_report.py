@@ -34,6 +34,16 @@ def test_report_writes_every_table_in_three_formats(run_dir, tmp_path, capsys):
     assert "org/good" in page and "Protocols: paper" in page
 
 
+def test_report_goes_into_the_run_by_default(run_dir, tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--run", str(run)]) == 0
+    assert (run / "report" / "index.html").is_file()
+    assert not (tmp_path / "report").exists()
+    assert str(run / "report" / "index.html") in capsys.readouterr().out
+
+
 def test_report_needs_a_run(tmp_path, capsys):
     assert main(["report", "--run", str(tmp_path / "none"), "--out", str(tmp_path / "r")]) == 2
     assert main(["report", "--out", str(tmp_path / "r")]) == 2

@@ -122,8 +122,12 @@ def test_input_errors(tmp_path):
     negatives_stage(tmp_path / "c.parquet", tmp_path / "b.parquet", NegativesConfig(workers=1))
     with pytest.raises(UsageError, match="it is a benchmark table"):
         negatives_stage(tmp_path / "b.parquet", tmp_path / "o.parquet")
-    with pytest.raises(UsageError, match="does not exist"):
-        negatives_stage(tmp_path / "c.parquet", tmp_path / "no" / "o.parquet")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="lies under .*file, which is a file"):
+        negatives_stage(tmp_path / "c.parquet", tmp_path / "file" / "o.parquet")
+    negatives_stage(tmp_path / "c.parquet", tmp_path / "new" / "o.parquet")  # parents are made
+    assert (tmp_path / "new" / "o.parquet").is_file()
+    (tmp_path / "new" / "o.parquet").unlink()
     with pytest.raises(UsageError, match="must end in .parquet"):
         sample_stage("color", 2, 3, 0, tmp_path / "c.csv")
     assert not (tmp_path / "o.parquet").exists()

@@ -49,6 +49,7 @@ from autocomp.analysis.survival import fallback_note, survival_funnel
 from autocomp.analysis.wide import to_csv
 from autocomp.errors import UsageError
 from autocomp.store.atomic import scratch_folder, sweep_stale
+from autocomp.store.outputs import check_output
 
 # ----------------------------------------------------------------------------- human studies
 
@@ -270,6 +271,7 @@ def _write_report(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder for the report")
+    check_output(out)  # not under a file; missing parents are made with it (store/outputs.py)
     data = load_run(run)
     data["title"] = title
     tables = build_tables(data, seed)

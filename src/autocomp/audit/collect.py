@@ -27,6 +27,7 @@ from autocomp.audit.config import KEY_FILE
 from autocomp.audit.study import Study
 from autocomp.errors import UsageError
 from autocomp.store.atomic import sweep_stale, write_json, write_text
+from autocomp.store.outputs import check_output
 from autocomp.store.tables import provenance
 
 
@@ -86,8 +87,7 @@ def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder (RUN/human/)")
-    if not out.parent.is_dir():
-        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
+    check_output(out)
     summary = study.progress()
     waiting = [name for name, p in summary.items() if not p["complete"]]
     if waiting and not partial:

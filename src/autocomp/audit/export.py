@@ -44,6 +44,7 @@ from autocomp.store.atomic import atomic_folder
 from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
 from autocomp.store.catalog.ids import concept_of
 from autocomp.store.catalog.schemas import AUDIT_KEY_SCHEMA
+from autocomp.store.outputs import check_output
 from autocomp.store.tables import provenance, write_table
 
 NEEDED = ("sample_id", "family", "n", "condition", "caption", "objects", "image")
@@ -270,8 +271,7 @@ def export_study(
     out = Path(out)
     if out.exists():
         raise UsageError("out", str(out), "already exists; give a new folder for the study")
-    if not out.parent.is_dir():
-        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
+    check_output(out)
     source = as_benchmark(benchmark)
     where = Path(source.path)
     files = [f for f in source.files if isinstance(f, Path)]

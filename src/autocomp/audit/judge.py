@@ -22,6 +22,7 @@ from autocomp.audit.collect import _write_csv
 from autocomp.errors import UsageError
 from autocomp.generation.validate import CHECKS
 from autocomp.store.atomic import write_json
+from autocomp.store.outputs import check_output
 from autocomp.store.shards import read_stage
 from autocomp.store.tables import provenance
 
@@ -80,9 +81,8 @@ def judge_stage(
     if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise UsageError("name", name, "use letters, digits, '.', '-' and '_' only")
     out = Path(out)
-    if not out.parent.is_dir():
-        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
-    out.mkdir(exist_ok=True)
+    check_output(out)
+    out.mkdir(parents=True, exist_ok=True)
     rows = [
         [s, cells[s][0], str(cells[s][1]), cells[s][2], str(theirs[s]).lower(),
          str(ours[s]).lower()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from autocomp.errors import UsageError
 
@@ -13,9 +14,11 @@ def _report(args: argparse.Namespace) -> None:
     if bool(args.run_dir) == bool(args.store):
         raise UsageError("--run", args.run_dir, "give a run folder (--run) or --store with --name")
     if args.store:
-        done = report_from_store(args.store, args.name, args.out, args.seed, args.compare)
+        out = args.out or Path("reports", str(args.name or "report"))
+        done = report_from_store(args.store, args.name, out, args.seed, args.compare)
     else:
-        done = report_stage(args.run_dir, args.out, args.seed, compare=args.compare)
+        out = args.out or Path(args.run_dir, "report")  # into the run, where `autocomp run` puts it
+        done = report_stage(args.run_dir, out, args.seed, compare=args.compare)
     print(
         f"report: {done['html']} ({len(done['paper'])} paper-layout tables as CSV and LaTeX, "
         f"{len(done['tables'])} long tables as CSV, Parquet and LaTeX in "
@@ -40,7 +43,11 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "human/<name>, judges/<name>",
     )
     p.add_argument("--name", default=None, help="benchmark name in the store")
-    p.add_argument("--out", default="report", help="output folder (default report)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: RUN/report with --run, reports/NAME with --store)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstraps")
     p.add_argument(
         "--compare",

@@ -65,10 +65,11 @@ def _lr_factor(step: int, config: FinetuneConfig) -> float:
 
 def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
     """(model, preprocess, tokenizer, open_clip model config) of a registered open_clip model,
-    weights resolved as the scorer resolves them (QuickGELU forced where the weights need it)."""
+    weights and preprocessing resolved as the scorer resolves them (the registry's mean, std,
+    interpolation and resize mode; QuickGELU forced where the weights need it)."""
     import open_clip
 
-    from autocomp.scoring.contrastive import resolve_weights
+    from autocomp.scoring.contrastive import preprocess_options, resolve_weights
     from autocomp.tiny.scoring import register_open_clip_configs
 
     if entry.backend != "open_clip":
@@ -88,7 +89,7 @@ def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
         pretrained=resolve_weights(entry),
         device=device,
         precision="fp32",
-        force_quick_gelu=quick_gelu,
+        **preprocess_options(entry),  # train on what is scored: the registry's preprocessing
     )
     return model, preprocess, open_clip.get_tokenizer(arch), model_cfg
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from autocomp.errors import UsageError
 from autocomp.store.atomic import atomic_folder, sweep_stale
+from autocomp.store.outputs import check_output
 from autocomp.store.paths import OutsideRoot, resolve_inside
 from autocomp.store.publish import (
     IMAGE_TYPE,
@@ -33,7 +34,7 @@ from autocomp.store.publish import (
     shard_count,
     write_part,
 )
-from autocomp.store.tables import check_writable, with_metadata
+from autocomp.store.tables import with_metadata
 
 REPORT = "import_report.json"
 
@@ -43,18 +44,16 @@ class MissingImage(Exception):
 
 
 def check_out(out: str | Path, force: bool) -> Path:
-    """The output folder's path, checked before any work: its parent exists and takes files,
-    and it does not exist yet (unless `force`)."""
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise UsageError("out", str(out), f"folder {out.parent} does not exist; create it first")
+    """The output folder's path, checked before any work: not under a file, its nearest folder
+    takes files (missing parents are made with the folder: store/outputs.py), and it does not
+    exist yet (unless `force`)."""
+    out = check_output(out)
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder path for the benchmark")
     if out.exists() and not force:
         raise UsageError(
             "out", str(out), "exists; choose a new folder, or pass --force to replace it"
         )
-    check_writable(out.parent, "out", out)
     sweep_stale(out.parent)
     return out
 

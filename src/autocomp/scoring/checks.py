@@ -15,6 +15,7 @@ from autocomp.scoring.items import REQUIRED
 from autocomp.scoring.registry import ModelEntry
 from autocomp.store.catalog.benchmarks import Benchmark
 from autocomp.store.catalog.ids import with_sample_keys
+from autocomp.store.outputs import check_output
 from autocomp.store.tables import require_columns
 
 BLIND_MODES = ("likelihood", "choice")
@@ -56,8 +57,7 @@ def check_out(out: Path) -> None:
     """The output folder can hold model folders."""
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder for the run")
-    if not out.parent.is_dir():
-        raise UsageError("out", str(out), f"folder {out.parent} does not exist")
+    check_output(out)
     if (out / "run.json").is_file():
         raise UsageError(
             "out",

@@ -44,6 +44,7 @@ from autocomp.store.catalog.benchmarks import (
     resolve_benchmark,
 )
 from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun, collect_runs
+from autocomp.store.outputs import output_folder
 from autocomp.store.tables import provenance
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
@@ -82,9 +83,7 @@ def score(
         check_mode(entry, config)
     check_device(config.device)
     target = open_results(store, results)
-    created = not out.exists()
-    try:
-        out.mkdir(exist_ok=True)
+    with output_folder(out):  # a call that fails before its first result leaves nothing
         if isinstance(benchmark, Benchmark):
             source = benchmark
         else:
@@ -109,10 +108,6 @@ def score(
                 made_by = {"stage": "score", "model": entry.name, "benchmark": name}
                 published.publish(entry.name, run, made_by)
         return collect_runs([run.folder for _, run, _ in runs], out)
-    except BaseException:
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()  # a call that failed before its first result leaves nothing
-        raise
 
 
 def score_stage(

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from autocomp.store.outputs import made_parents
+
 # (matched whole, with fullmatch; a file name may hold any character but "/")
 TEMP_NAME = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>[0-9]+)-(?P<tag>[0-9a-f]{8})", re.DOTALL)
 # the previous version's shapes (swept for one release; nothing writes them any more)
@@ -40,27 +42,36 @@ def temp_path(path: str | Path) -> Path:
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary file path beside `path`; it is renamed to `path` only if the block
+    """Yield a temporary file path beside `path` (missing parents are created, and removed
+    again if the block fails: store/outputs.py); it is renamed to `path` only if the block
     succeeds, and removed otherwise."""
     path = Path(path)
     tmp = temp_path(path)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    with made_parents(path):
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
 
 
 @contextlib.contextmanager
 def atomic_folder(path: str | Path, *, replace: bool = False) -> Iterator[Path]:
-    """Yield a new empty folder beside `path` (missing parents are created); when the block
-    succeeds it is renamed to `path`, otherwise removed. An existing `path` is swapped out and
-    removed with `replace`; without it, an existing non-empty `path` is a FileExistsError (a
-    concurrent writer finished first) and this block's folder is discarded."""
+    """Yield a new empty folder beside `path` (missing parents are created, and removed again
+    if the block fails); when the block succeeds it is renamed to `path`, otherwise removed. An
+    existing `path` is swapped out and removed with `replace`; without it, an existing
+    non-empty `path` is a FileExistsError (a concurrent writer finished first) and this
+    block's folder is discarded."""
     path = Path(path)
+    with made_parents(path), _atomic_folder(path, replace) as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def _atomic_folder(path: Path, replace: bool) -> Iterator[Path]:
     tmp = temp_path(path)
-    tmp.mkdir(parents=True)
+    tmp.mkdir()
     old: Path | None = None
     try:
         yield tmp
@@ -82,13 +93,15 @@ def atomic_folder(path: str | Path, *, replace: bool = False) -> Iterator[Path]:
 @contextlib.contextmanager
 def scratch_folder(beside: str | Path) -> Iterator[Path]:
     """Yield a new empty working folder beside `beside`, named in the one shape (so a killed
-    run's is swept) and removed when the block ends, however it ends."""
+    run's is swept) and removed when the block ends, however it ends (missing parents are
+    created, and removed again if the block fails)."""
     tmp = temp_path(beside)
-    tmp.mkdir(parents=True)
-    try:
-        yield tmp
-    finally:
-        _remove(tmp)
+    with made_parents(beside):
+        tmp.mkdir()
+        try:
+            yield tmp
+        finally:
+            _remove(tmp)
 
 
 def write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:

@@ -20,8 +20,9 @@ import pyarrow as pa
 
 from autocomp.errors import UsageError
 from autocomp.store.atomic import sweep_stale
+from autocomp.store.outputs import check_output
 from autocomp.store.storage import file_sha256
-from autocomp.store.tables import check_writable, open_parquet, read_metadata
+from autocomp.store.tables import open_parquet, read_metadata
 
 _NAME = re.compile(r"^(?P<kind>[a-z_]+)-(?P<i>\d{5})-of-(?P<k>\d{5})\.parquet$")
 
@@ -48,15 +49,16 @@ def check_shard_args(shard: int | None, num_shards: int) -> list[int]:
 
 
 def prepare_folder(folder: str | Path) -> Path:
-    """An output folder, checked before any work: a folder or nothing there, in an existing
-    folder. It is created by the first shard written (`write_table`), so a run that fails before
-    writing anything leaves no empty folder behind."""
+    """An output folder, checked before any work: a folder or nothing there, not under a file
+    (store/outputs.py). It is created, with any missing parents, by the first shard written
+    (`write_table`), so a run that fails before writing anything leaves no empty folder."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise UsageError("out", str(folder), "is a file; give a folder for this stage's shards")
-    if not folder.parent.is_dir():
-        raise UsageError("out", str(folder), f"folder {folder.parent} does not exist")
-    check_writable(folder if folder.is_dir() else folder.parent, "out", folder)
+    if folder.is_dir():
+        check_output(folder / "shard")  # the folder itself takes files
+    else:
+        check_output(folder)
     sweep_stale(folder)
     sweep_stale(folder / "images")
     return folder

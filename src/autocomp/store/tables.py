@@ -14,7 +14,6 @@ Column schemas are documented where they are defined, in store/catalog/schemas.p
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +25,7 @@ import pyarrow.parquet as pq
 from autocomp import __version__
 from autocomp.errors import UsageError
 from autocomp.store.atomic import atomic_path, sweep_stale
+from autocomp.store.outputs import check_output, check_writable
 
 METADATA_KEY = b"autocomp"
 SCHEMA_VERSION = 1
@@ -88,31 +88,20 @@ def read_rows(
         ) from None
 
 
-def check_writable(folder: Path, option: str, shown: Path) -> None:
-    """The folder accepts a new file (probed: permissions, read-only file systems and special
-    file systems all answer the same way), checked before any work starts."""
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".autocomp-probe-"):
-            pass
-    except OSError as exc:
-        reason = (exc.strerror or type(exc).__name__).lower()
-        fix = f"cannot be written ({reason}); choose another path"
-        raise UsageError(option, str(shown), fix) from None
-
-
 def check_output_path(
     path: str | Path, inputs: Sequence[str | Path] = (), force: bool = False
 ) -> Path:
-    """Validate an output table's path before any work starts: a .parquet file in an existing
-    folder, not one of the stage's inputs, and not an existing table unless `force`."""
+    """Validate an output table's path before any work starts: a .parquet file that is not
+    under a file (missing folders are made by the write: store/outputs.py), not one of the
+    stage's inputs, and not an existing table unless `force`."""
     path = Path(path)
     if path.suffix != ".parquet":
         raise UsageError("out", str(path), "must end in .parquet")
     if path.is_dir():
         raise UsageError("out", str(path), "is a folder; give a file path ending in .parquet")
-    if not path.parent.is_dir():
-        what = "is a file" if path.parent.exists() else "does not exist"
-        raise UsageError("out", str(path), f"folder {path.parent} {what}; create the folder first")
+    check_output(path)
+    if path.exists():  # replaced (--force): its folder must take the new file
+        check_writable(path.parent, "out", path)
     for source in inputs:
         if path.resolve() == Path(source).resolve():
             raise UsageError("out", str(path), "is the --input itself; write to a new file")
@@ -120,7 +109,6 @@ def check_output_path(
         raise UsageError(
             "out", str(path), "exists; choose a new path, or pass --force to replace it"
         )
-    check_writable(path.parent, "out", path)
     sweep_stale(path.parent)
     return path
 
@@ -128,7 +116,6 @@ def check_output_path(
 def write_table(table: pa.Table, path: str | Path, document: dict[str, Any]) -> None:
     """Write one whole table atomically, with its metadata."""
     table = table.replace_schema_metadata(with_metadata(table.schema, document).metadata)
-    Path(path).parent.mkdir(exist_ok=True)  # a stage folder appears with its first file
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 

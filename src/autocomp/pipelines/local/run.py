@@ -33,6 +33,7 @@ from autocomp.errors import UsageError
 from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.local.taskview import TaskView
 from autocomp.store.atomic import atomic_folder
+from autocomp.store.outputs import check_output
 
 FINETUNE_BENCHMARK: dict[str, Any] = {
     "specs": "color:2,shape_color:2",
@@ -84,6 +85,7 @@ def check_out_folder(out: str | Path) -> None:
     its links into the store, never folders of their own (they would be replaced)."""
     if Path(out).exists() and not Path(out).is_dir():
         raise UsageError("out", str(out), "is a file; give a folder for the run")
+    check_output(out)  # not under a file (missing parents are made: store/outputs.py)
     for name in ("benchmark", "results"):
         path = Path(out) / name
         if path.exists() and not path.is_symlink():

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from autocomp.errors import UsageError
 from autocomp.store.atomic import sweep_stale, write_json
 from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA, SCORES_SCHEMA
+from autocomp.store.outputs import check_output
 from autocomp.store.tables import provenance, read_metadata, write_table
 
 SCORE_FORMAT = 2  # 2: scores have tokens, predictions score_type (run.json "format")
@@ -77,8 +78,7 @@ class ScoreRun:
         out = self.folder
         if out.exists() and not out.is_dir():
             raise UsageError("out", str(out), "is a file; give a folder for the run")
-        if not out.parent.is_dir():
-            raise UsageError("out", str(out), f"folder {out.parent} does not exist")
+        check_output(out)
         run_file = out / RUN_FILE
         if not run_file.exists():
             return
