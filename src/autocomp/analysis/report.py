@@ -49,6 +49,8 @@ from autocomp.analysis.survival import fallback_note, survival_funnel
 from autocomp.analysis.wide import to_csv
 from autocomp.errors import UsageError
 from autocomp.store.atomic import scratch_folder, sweep_stale
+from autocomp.store.catalog.ids import check_component
+from autocomp.store.paths import check_apart
 
 # ----------------------------------------------------------------------------- human studies
 
@@ -257,6 +259,7 @@ def report_stage(
     others = {Path(c).resolve().name: Path(c) for c in compare or []}
     if len(others) != len(compare or []) or Path(run).resolve().name in others:
         raise UsageError("compare", [str(c) for c in compare or []], "run folder names must differ")
+    check_apart(out, {"run": run, "compare": list(compare or [])})
     return _write_report(run, out, seed, title or Path(run).resolve().name, others)
 
 
@@ -377,6 +380,9 @@ def report_from_store(
 
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")
+    check_component("name", name)
+    for other in compare or []:
+        check_component("compare", other)
     compare = list(compare or [])
     if len(set(compare)) != len(compare) or name in compare:
         raise UsageError("compare", compare, "benchmark names must differ from --name and "

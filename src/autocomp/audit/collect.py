@@ -27,6 +27,7 @@ from autocomp.audit.config import KEY_FILE
 from autocomp.audit.study import Study
 from autocomp.errors import UsageError
 from autocomp.store.atomic import sweep_stale, write_json, write_text
+from autocomp.store.paths import check_apart
 from autocomp.store.tables import provenance
 
 
@@ -84,6 +85,7 @@ def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False)
     and audit.json records the study as incomplete (the report says so on every human table)."""
     study = Study(study_dir)
     out = Path(out)
+    check_apart(out, {"study_dir": study_dir})
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder (RUN/human/)")
     if not out.parent.is_dir():

@@ -22,6 +22,7 @@ from autocomp.finetune.train import TrainResult, finetune
 from autocomp.scoring.registry import ModelEntry
 from autocomp.store.atomic import write_text
 from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
+from autocomp.store.paths import check_apart
 from autocomp.store.storage import file_sha256
 
 
@@ -46,6 +47,10 @@ def check_inputs(
         raise UsageError("images_root", str(images_root), "is not a folder; give the images folder")
     if Path(out).exists() and not Path(out).is_dir():
         raise UsageError("out", str(out), "is a file; give a folder")
+    local = benchmark if isinstance(benchmark, (str, Path)) else None
+    check_apart(out, {"benchmark": local, "images_root": images_root})
+    if model is not None and Path(model).is_dir():
+        check_apart(out, {"model": model})
 
 
 def split(

@@ -31,6 +31,7 @@ from typing import Any
 
 from autocomp.errors import UsageError
 from autocomp.scoring.registry import ModelEntry, get_model
+from autocomp.store.catalog.ids import check_component
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 CONTRASTIVE_TYPES = {"clip", "siglip", "siglip2", "chinese_clip", "altclip", "metaclip_2"}
@@ -139,6 +140,7 @@ def parse_specs(values: str | ModelEntry | Sequence[str | ModelEntry]) -> list[M
     specs: list[ModelSpec] = []
     for value in values:
         if isinstance(value, ModelEntry):
+            check_component("models", value.name)  # <out>/<name>/ is its folder
             specs.append(ModelSpec(value.name, "entry", value.name, entry=value))
         else:
             specs += [parse_spec(t) for t in split_values([value])]

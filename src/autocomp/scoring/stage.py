@@ -44,6 +44,7 @@ from autocomp.store.catalog.benchmarks import (
     resolve_benchmark,
 )
 from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun, collect_runs
+from autocomp.store.paths import check_apart
 from autocomp.store.tables import provenance
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
@@ -74,6 +75,8 @@ def score(
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
     check_out(out)
+    local = None if store or isinstance(benchmark, Benchmark) else benchmark
+    check_apart(out, {"benchmark": local, "images": config.images})
     if not isinstance(benchmark, Benchmark):
         check_source(str(benchmark), store)
     check_images(config)
