@@ -246,6 +246,12 @@ def table_notes(
     return notes, caveats
 
 
+def check_seed(seed: int) -> None:
+    """The bootstrap seed: a whole number, 0 or more, as every stage's seed."""
+    if type(seed) is not int or seed < 0:
+        raise UsageError("seed", seed, "must be a whole number, 0 or more")
+
+
 def report_stage(
     run: str | Path,
     out: str | Path,
@@ -256,6 +262,7 @@ def report_stage(
     """Write index.html, tables/<name>.{csv,parquet,tex} into `out`; return what was written.
     `compare`: run folders of the same concept set rendered by other generators (Table 9), each
     named by its folder name."""
+    check_seed(seed)
     others = {Path(c).resolve().name: Path(c) for c in compare or []}
     if len(others) != len(compare or []) or Path(run).resolve().name in others:
         raise UsageError("compare", [str(c) for c in compare or []], "run folder names must differ")
@@ -378,6 +385,7 @@ def report_from_store(
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
     from autocomp.store.storage import open_store
 
+    check_seed(seed)
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")
     check_component("name", name)

@@ -502,6 +502,8 @@ def parse_specs(specs: str) -> list[tuple[str, int]]:
         name, sep, n = item.partition(":")
         if not sep or not n.isdigit():
             raise UsageError("specs", item, "must look like family:N, e.g. color:2,position:3")
+        if (name, int(n)) in out:  # the same concepts twice: their ids (and files) collide
+            raise UsageError("specs", item, "is given twice; name each family:N once")
         out.append((name, int(n)))
     if not out:
         raise UsageError("specs", specs, "names no family:N pair")
