@@ -328,3 +328,99 @@ def test_serve_on_a_port_in_use_is_one_line(d, capsys):
         code = _call(["audit", "serve", d / "study", "--port", port])
     _one_line(capsys, code, "--port", str(port))
     assert capsys.readouterr().out == ""  # no links printed for a server that cannot start
+
+
+# -------------------------------------------------------------------- 7: one broken model
+def test_several_models_one_broken_keeps_the_others_and_says_which(d, tmp_path, capsys):
+    out = tmp_path / "scores"
+    argv = [a.replace("{d}", str(d)) for a in S]
+    code = _call([*argv, "--model", TINY, "--model", f"open_clip:local-dir:{d}/broken",
+                  "--out", out])  # fmt: skip
+    _one_line(capsys, code, "broken")
+    assert list((out / TINY / "predictions").glob("part-*"))  # the model scored first stays
+    summary = pq.read_table(out / "summary.parquet")
+    assert set(summary.column("model").to_pylist()) == {TINY}
+    failed = json.loads((out / "failed.json").read_text())
+    assert list(failed) == ["open_clip-broken"]
+
+
+# -------------------------------------------------------------------- 5: stale, foreign results
+def test_collect_into_a_human_folder_of_another_study_is_refused(d, tmp_path, capsys):
+    human = tmp_path / "human"
+    human.mkdir()
+    (human / "W9.csv").write_text("annotator,sample_id,task,answer\nW9,x,valid,yes\n")
+    code = _call(["audit", "collect", d / "study", "--out", human, "--partial"])
+    _one_line(capsys, code, "W9")
+    assert sorted(p.name for p in human.iterdir()) == ["W9.csv"]
+
+
+def test_a_second_score_call_keeps_the_earlier_models_in_the_summary(d, tmp_path):
+    out = tmp_path / "scores"
+    argv = [a.replace("{d}", str(d)) for a in S]
+    assert _call([*argv, "--model", TINY, "--out", out]) == 0
+    assert _call([*argv, "--model", "tiny-siglip", "--out", out]) == 0
+    summary = pq.read_table(out / "summary.parquet")
+    assert set(summary.column("model").to_pylist()) == {TINY, "tiny-siglip"}
+
+
+def test_compare_with_disjoint_concepts_says_so(d, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(d / "run", other)
+    table = pq.read_table(other / "benchmark.parquet")
+    ids = [f"x{c}" for c in table.column("concept_id").to_pylist()]
+    sample = [f"x{s}" for s in table.column("sample_id").to_pylist()]
+    table = table.set_column(
+        table.schema.get_field_index("concept_id"), "concept_id", pa.array(ids)
+    )
+    table = table.set_column(
+        table.schema.get_field_index("sample_id"), "sample_id", pa.array(sample)
+    )
+    pq.write_table(table, other / "benchmark.parquet")
+    code = _call(["report", "--run", d / "run", "--compare", other, "--out", tmp_path / "rep"])
+    _one_line(capsys, code, "--compare", "no scored concept")
+
+
+# -------------------------------------------------------------------- 8: temporaries swept
+def test_a_killed_collect_leaves_no_temporary_after_the_rerun(d, tmp_path):
+    human = tmp_path / "human"
+    (human / "questions").mkdir(parents=True)
+    dead = 2**22 + 12345  # above pid_max's default: no such process
+    stale = [human / f".V1.csv.tmp-{dead}", human / "questions" / f".V1.csv.tmp-{dead}-0a1b2c3d"]
+    for path in stale:
+        path.write_text("half")
+    assert _call(["audit", "collect", d / "study", "--out", human, "--partial"]) == 0
+    assert not any(p.exists() for p in stale)
+    assert not [p for p in human.rglob(".*tmp*")]
+
+
+def test_a_killed_score_leaves_no_temporary_after_the_rerun(d, tmp_path):
+    out = tmp_path / "scores"
+    (out / TINY).mkdir(parents=True)
+    dead = 2**22 + 12345
+    stale = [out / f".summary.parquet.tmp-{dead}-0a1b2c3d", out / TINY / f".run.json.tmp-{dead}"]
+    for path in stale:
+        path.write_text("half")
+    argv = [a.replace("{d}", str(d)) for a in S]
+    assert _call([*argv, "--model", TINY, "--out", out]) == 0
+    assert not any(p.exists() for p in stale)
+
+
+# -------------------------------------------------------------------- 4: imports count drops
+def test_an_import_counts_what_it_drops(d, tmp_path):
+    src = tmp_path / "sugar"
+    _sugar(src)
+    (src / "imgs" / "bad.jpg").write_bytes((src / "imgs" / "0.jpg").read_bytes()[:40])
+    items = json.loads((src / "swap_att.json").read_text())
+    text = json.dumps(items)[:-1]
+    text += (
+        ', "9": {"filename": "bad.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}'
+    )
+    text += ', "8": {"filename": "1.jpg", "caption": " ", "negative_caption": "a cup"}'
+    text += ', "0": {"filename": "2.jpg", "caption": "again", "negative_caption": "a cup"}}'
+    (src / "swap_att.json").write_text(text)
+    out = tmp_path / "out"
+    assert _call(["import", "sugarcrepe", "--source", src / "swap_att.json", "--images",
+                  src / "imgs", "--out", out, "--skip-missing"]) == 0  # fmt: skip
+    report = json.loads((out / "import_report.json").read_text())
+    dropped = json.dumps(report)
+    assert "duplicate id" in dropped and "empty caption" in dropped and "decode" in dropped

@@ -246,6 +246,15 @@ def table_notes(
     return notes, caveats
 
 
+def _concepts(predictions: Any) -> set[str]:
+    """The concepts a predictions table holds items of."""
+    from autocomp.store.catalog.ids import concept_of
+
+    if predictions is None or "sample_id" not in predictions.column_names:
+        return set()
+    return {concept_of(str(s)) for s in predictions.column("sample_id").unique().to_pylist()}
+
+
 def check_seed(seed: int) -> None:
     """The bootstrap seed: a whole number, 0 or more, as every stage's seed."""
     if type(seed) is not int or seed < 0:
@@ -285,8 +294,12 @@ def _write_report(
     tables = build_tables(data, seed)
     if compare:
         runs = {title: data["predictions"]}
+        ours = _concepts(data["predictions"])
         for name, folder in compare.items():
             runs[name] = load_run(folder, "compare")["predictions"]
+            if not ours & _concepts(runs[name]):  # the cross-generator table would be empty
+                raise UsageError("compare", str(folder), f"shares no scored concept with {run}; "
+                                 "compare runs of the same concept set")  # fmt: skip
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
     funnel = tables.get("survival_funnel")
     funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()

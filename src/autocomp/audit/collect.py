@@ -90,6 +90,12 @@ def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False)
         raise UsageError("out", str(out), "is a file; give a folder (RUN/human/)")
     if not out.parent.is_dir():
         raise UsageError("out", str(out), f"folder {out.parent} does not exist")
+    foreign = sorted(p.name for p in out.glob("*.csv") if p.stem not in study.annotators)
+    if foreign:  # the report would count them as this study's annotators
+        raise UsageError(
+            "out", str(out), f"holds annotations of another study ({', '.join(foreign[:5])}); "
+            "collect into a new folder, or remove them first",
+        )  # fmt: skip
     summary = study.progress()
     waiting = [name for name, p in summary.items() if not p["complete"]]
     if waiting and not partial:

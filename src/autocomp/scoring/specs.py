@@ -35,7 +35,11 @@ from autocomp.store.catalog.ids import check_component
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 CONTRASTIVE_TYPES = {"clip", "siglip", "siglip2", "chinese_clip", "altclip", "metaclip_2"}
-RESERVED = {"benchmark", "summary.parquet"}  # names of what `score` keeps beside model folders
+RESERVED = {
+    "benchmark",
+    "summary.parquet",
+    "failed.json",
+}  # names of what `score` keeps beside model folders
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 AD_HOC_NOTE = "ad-hoc model (not in the registry): resources unknown"
 
