@@ -69,6 +69,8 @@ def d(tmp_path_factory) -> Path:
     _sugar(d / "sugar")
     (d / "a_file").write_text("x")
     (d / "empty_dir").mkdir()
+    (d / "deep.json").write_text("[" * 100_000 + "]" * 100_000)  # class 4: deep JSON
+    (d / "deep_dict.json").write_text('{"a": ' * 50_000 + "1" + "}" * 50_000)
     # a registry of hostile names (class 2)
     tiny = {"title": "t", "backend": "open_clip", "score": "cosine",
             "architecture": "autocomp-tiny-clip", "weights": "tiny",
@@ -186,6 +188,9 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("report-out-inside-run", 1, ["report", "--run", V + "/run", "--out", V + "/run/results/rep"], ["--out", "run"]),
     ("report-out-is-compare", 1, ["report", "--run", V + "/run", "--compare", V + "/run2", "--out", V + "/run2"], ["--out", "compare"]),
     ("collect-out-inside-study", 1, ["audit", "collect", V + "/study", "--out", V + "/study/human"], ["--out"]),
+    # ---------------------------------------------------------------- 4: imports (spot checks)
+    ("import-deep-json", 4, ["import", "sugarcrepe", "--source", V + "/deep.json", "--images", V + "/sugar/imgs", "--out", "{out}"], ["--source", "deep.json"]),
+    ("import-deep-dict", 4, ["import", "sugarcrepe", "--source", V + "/deep_dict.json", "--images", V + "/sugar/imgs", "--out", "{out}"], ["--source", "deep_dict.json"]),
     # ---------------------------------------------------------------- 2: names as paths
     *[(f"score-registry-{k}", 2, ["@registry_" + k, *S, "--model", n or "''", "--out", "{out}"], ["name" if n else "--model"]) for k, n in HOSTILE_NAMES.items()],
     *[(f"run-name-{k}", 2, ["run", "--out", "{out}", "--name", n], ["--name"]) for k, n in HOSTILE_NAMES.items()],
