@@ -176,7 +176,7 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("import-out-inside-images", 1, [*SUG, "--out", V + "/sugar/imgs/new", "--force"], ["--out", "images"]),
     ("import-out-is-source", 1, [*SUG, "--out", V + "/sugar/swap_att.json", "--force"], ["--out"]),
     ("import-release-out-images", 1, ["import", "autocomp-release", "--source", V + "/bench.parquet", "--images", V + "/images", "--out", V + "/images", "--force"], ["--out", "images"]),
-    ("neg-out-is-input-force", 1, ["negatives", "--input", V + "/concepts.parquet", "--out", V + "/concepts.parquet", "--force"], ["--out", "input"]),
+    ("neg-out-is-input-force", 1, ["negatives", "--input", V + "/concepts.parquet", "--out", V + "/concepts.parquet", "--force"], ["--out", "--input"]),
     ("score-out-is-images", 1, [*S, "--model", TINY, "--out", V + "/images"], ["--out", "images"]),
     ("score-out-contains-bench", 1, [*S, "--model", TINY, "--out", V], ["--out", "benchmark"]),
     ("score-out-inside-images", 1, [*S, "--model", TINY, "--out", V + "/images/scores"], ["--out", "images"]),

@@ -40,7 +40,6 @@ from autocomp.protocol.negatives import PROTOCOLS
 from autocomp.store.atomic import atomic_path, scratch_folder
 from autocomp.store.catalog.schemas import BENCHMARK_FIELDS, CONCEPT_COLUMNS, CONCEPTS_SCHEMA
 from autocomp.store.concat import ParquetConcat
-from autocomp.store.paths import check_apart
 from autocomp.store.tables import (
     StreamWriter,
     check_output_path,
@@ -379,8 +378,7 @@ def negatives_stage(
     protocol, batch_size = config.protocol, config.batch_size
     check_negatives_config(config)
     source = open_parquet(input_path, "input_path")
-    check_apart(out, {"input_path": input_path})
-    out = check_output_path(out, inputs=(input_path,), force=config.force)
+    out = check_output_path(out, inputs=(input_path,), force=config.force)  # not the input
     schema = source.schema_arrow
     hint = "give a concepts table (autocomp sample) or a curated table"
     require_columns(input_path, schema, CONCEPT_COLUMNS, hint, "input_path")
