@@ -32,6 +32,9 @@ PAPER_SPECS = (
 )
 
 
+K_MAX = 100  # fine-tuning: hard negatives per positive, at most
+
+
 @dataclass(frozen=True)
 class SampleConfig:
     """`sample` (several family:N pairs, as the pipeline runs it)."""
@@ -174,8 +177,8 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         least = {"steps": 1, "batch_cosine": 1, "batch_sigmoid": 1, "micro_batch": 1,
                  "eval_every": 1, "patience": 1, "warmup_steps": 0}  # fmt: skip
-        if self.k < 0:
-            raise UsageError("k", self.k, "must be 0 or more (hard negatives per positive)")
+        if not 0 <= self.k <= K_MAX:  # each positive encodes k captions: a huge k is OOM
+            raise UsageError("k", self.k, f"must be 0 to {K_MAX} (hard negatives per positive)")
         for name, minimum in least.items():
             value = getattr(self, name)
             if value < minimum:

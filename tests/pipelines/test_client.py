@@ -227,7 +227,7 @@ def test_submit_refuses_a_run_name_that_is_empty_or_not_printable(dist_for, caps
             assert main(argv) == 2
     finally:
         api.close()
-    assert capsys.readouterr().err.count("give the run a name") == 3 and api.requests == []
+    assert capsys.readouterr().err.count("must be a name of letters") == 3 and api.requests == []
 
 
 def test_a_token_file_and_the_poddefault_variable_are_read(tmp_path, monkeypatch):

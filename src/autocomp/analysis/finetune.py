@@ -169,8 +169,9 @@ def full_report(
     import json
     import shutil
 
-    from autocomp.analysis.report import report_stage
+    from autocomp.analysis.report import _write_report, check_seed
 
+    check_seed(seed)
     run = Path(out) / "full" / "run"
     (run / "results").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(evaluation, run / "benchmark.parquet")
@@ -180,7 +181,9 @@ def full_report(
             target = run / "results" / json.loads(meta.read_text())["entry"]
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(folder, target)
-    report_stage(run, Path(out) / "full", seed, title=title)
+    # the run folder is this stage's own, inside its output: report_stage's check that an
+    # output stays apart from its inputs is for a user's run folder
+    _write_report(run, Path(out) / "full", seed, title or run.resolve().name, {})
     return Path(out) / "full" / "index.html"
 
 

@@ -49,7 +49,9 @@ from autocomp.analysis.survival import fallback_note, survival_funnel
 from autocomp.analysis.wide import to_csv
 from autocomp.errors import UsageError
 from autocomp.store.atomic import scratch_folder, sweep_stale
+from autocomp.store.catalog.ids import check_component
 from autocomp.store.outputs import check_output
+from autocomp.store.paths import check_apart
 
 # ----------------------------------------------------------------------------- human studies
 
@@ -245,6 +247,21 @@ def table_notes(
     return notes, caveats
 
 
+def _concepts(predictions: Any) -> set[str]:
+    """The concepts a predictions table holds items of."""
+    from autocomp.store.catalog.ids import concept_of
+
+    if predictions is None or "sample_id" not in predictions.column_names:
+        return set()
+    return {concept_of(str(s)) for s in predictions.column("sample_id").unique().to_pylist()}
+
+
+def check_seed(seed: int) -> None:
+    """The bootstrap seed: a whole number, 0 or more, as every stage's seed."""
+    if type(seed) is not int or seed < 0:
+        raise UsageError("seed", seed, "must be a whole number, 0 or more")
+
+
 def report_stage(
     run: str | Path,
     out: str | Path,
@@ -255,9 +272,11 @@ def report_stage(
     """Write index.html, tables/<name>.{csv,parquet,tex} into `out`; return what was written.
     `compare`: run folders of the same concept set rendered by other generators (Table 9), each
     named by its folder name."""
+    check_seed(seed)
     others = {Path(c).resolve().name: Path(c) for c in compare or []}
     if len(others) != len(compare or []) or Path(run).resolve().name in others:
         raise UsageError("compare", [str(c) for c in compare or []], "run folder names must differ")
+    check_apart(out, {"run": run, "compare": list(compare or [])})
     return _write_report(run, out, seed, title or Path(run).resolve().name, others)
 
 
@@ -277,8 +296,12 @@ def _write_report(
     tables = build_tables(data, seed)
     if compare:
         runs = {title: data["predictions"]}
+        ours = _concepts(data["predictions"])
         for name, folder in compare.items():
             runs[name] = load_run(folder, "compare")["predictions"]
+            if not ours & _concepts(runs[name]):  # the cross-generator table would be empty
+                raise UsageError("compare", str(folder), f"shares no scored concept with {run}; "
+                                 "compare runs of the same concept set")  # fmt: skip
         tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
     funnel = tables.get("survival_funnel")
     funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()
@@ -377,8 +400,12 @@ def report_from_store(
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
     from autocomp.store.stores import open_store
 
+    check_seed(seed)
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")
+    check_component("name", name)
+    for other in compare or []:
+        check_component("compare", other)
     compare = list(compare or [])
     if len(set(compare)) != len(compare) or name in compare:
         raise UsageError("compare", compare, "benchmark names must differ from --name and "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import html
+import re
 import time
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -31,6 +32,7 @@ from autocomp.audit.study import Study
 from autocomp.errors import UsageError
 
 MAX_BODY = 4096
+ANSWER = re.compile(r"[0-9]{1,4}")  # an option index, as a form sends it
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; img-src 'self'; script-src 'self'; "
     "style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
@@ -202,7 +204,8 @@ def create_app(study_dir: str | Path) -> Starlette:
                 return Response("Too large", status_code=413, headers=HEADERS)
         values = parse_qs(body.decode("utf-8", "replace")).get("answer", [])
         options = study.items[annotator][item]["options"]
-        if len(values) != 1 or not values[0].isdigit() or int(values[0]) >= len(options):
+        # ASCII digits only: str.isdigit() also takes '²' and '١', which int() refuses or reads
+        if len(values) != 1 or not ANSWER.fullmatch(values[0]) or int(values[0]) >= len(options):
             return Response("Bad answer", status_code=400, headers=HEADERS)
         token = request.path_params["token"]
         first_open, locked = gate(annotator, item)
@@ -314,6 +317,27 @@ def check_port(port: int) -> None:
         raise UsageError("port", port, "must be 1 to 65535")
 
 
+def check_free(host: str, port: int) -> None:
+    """Refuse a port another program listens on, before any link is printed (uvicorn would
+    print its own error and exit 3 after the links)."""
+    import socket
+
+    check_port(port)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise UsageError("host", host, f"does not resolve ({exc.strerror or exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            why = exc.strerror or exc
+            fix = f"cannot listen there ({why}); stop what uses it or pick another port"
+            raise UsageError("port", port, fix) from None
+
+
 def is_loopback(host: str) -> bool:
     """Whether `host` is reachable from this machine only (127.0.0.1, ::1, localhost): any
     other address serves the links in plain HTTP to its whole network."""
@@ -329,6 +353,7 @@ def links(study_dir: str | Path, host: str, port: int) -> dict[str, str]:
     """Each annotator's link (the port checked first, then the study)."""
     check_port(port)
     study = Study(study_dir)
+    check_free(host, port)
     return {
         name: f"http://{host}:{port}/a/{record['token']}/"
         for name, record in study.annotators.items()
@@ -344,4 +369,6 @@ def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765) -> N
     import uvicorn
 
     check_port(port)
-    uvicorn.run(create_app(study_dir), host=host, port=port, log_level="warning")
+    app = create_app(study_dir)
+    check_free(host, port)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -28,6 +28,7 @@ from autocomp.audit.study import Study
 from autocomp.errors import UsageError
 from autocomp.store.atomic import sweep_stale, write_json, write_text
 from autocomp.store.outputs import check_output
+from autocomp.store.paths import check_apart
 from autocomp.store.tables import provenance
 
 
@@ -85,9 +86,16 @@ def collect_stage(study_dir: str | Path, out: str | Path, partial: bool = False)
     and audit.json records the study as incomplete (the report says so on every human table)."""
     study = Study(study_dir)
     out = Path(out)
+    check_apart(out, {"study_dir": study_dir})
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder (RUN/human/)")
     check_output(out)
+    foreign = sorted(p.name for p in out.glob("*.csv") if p.stem not in study.annotators)
+    if foreign:  # the report would count them as this study's annotators
+        raise UsageError(
+            "out", str(out), f"holds annotations of another study ({', '.join(foreign[:5])}); "
+            "collect into a new folder, or remove them first",
+        )  # fmt: skip
     summary = study.progress()
     waiting = [name for name, p in summary.items() if not p["complete"]]
     if waiting and not partial:

@@ -53,6 +53,7 @@ class AuditConfig:
                 "must be at least 3 (the positive, the Swap negative and one more)",
             ),
             "rejected": (self.rejected, self.rejected >= 0, "must be 0 or more"),
+            "seed": (self.seed, self.seed >= 0, "must be 0 or more"),  # as every stage's seed
         }
         for field, (value, ok, fix) in checks.items():
             if not ok:

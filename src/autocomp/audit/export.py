@@ -45,6 +45,7 @@ from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
 from autocomp.store.catalog.ids import concept_of
 from autocomp.store.catalog.schemas import AUDIT_KEY_SCHEMA
 from autocomp.store.outputs import check_output
+from autocomp.store.paths import check_apart
 from autocomp.store.tables import provenance, write_table
 
 NEEDED = ("sample_id", "family", "n", "condition", "caption", "objects", "image")
@@ -269,6 +270,8 @@ def export_study(
     folder of parts or an opened Benchmark, autocomp.store.catalog.benchmarks); return the
     annotators' tokens and the item counts."""
     out = Path(out)
+    local = benchmark if isinstance(benchmark, (str, Path)) else None
+    check_apart(out, {"benchmark": local, "images_root": images_root})
     if out.exists():
         raise UsageError("out", str(out), "already exists; give a new folder for the study")
     check_output(out)

@@ -15,6 +15,7 @@ from typing import Any
 
 from autocomp.audit.config import ANSWERS_DIR, IMAGES_DIR, ITEMS_DIR, KEY_FILE, STUDY_FILE
 from autocomp.errors import UsageError
+from autocomp.store.catalog.ids import check_component
 
 
 class Study:
@@ -30,12 +31,22 @@ class Study:
             )  # fmt: skip
         try:
             self.manifest = json.loads(manifest.read_text(encoding="utf-8"))
+            if not isinstance(self.manifest, dict) or not isinstance(
+                self.manifest.get("annotators"), dict
+            ):
+                raise ValueError(f"{STUDY_FILE} is not a mapping with an annotators mapping")
             self.annotators: dict[str, dict[str, Any]] = self.manifest["annotators"]
+            for name, record in self.annotators.items():
+                check_component(f"{manifest}: annotators", name)  # names a journal and CSV
+                if not isinstance(record, dict) or not isinstance(record.get("token"), str):
+                    raise ValueError(f"annotator {name} has no token")
             self.items = {
                 name: json.loads(self.path(ITEMS_DIR, f"{name}.json").read_text("utf-8"))
                 for name in self.annotators
             }
-        except (OSError, ValueError, KeyError) as exc:
+            if not all(isinstance(items, list) for items in self.items.values()):
+                raise ValueError(f"an {ITEMS_DIR}/ file is not a list of items")
+        except (OSError, ValueError, KeyError, TypeError, PermissionError) as exc:
             fix = f"is not a readable study folder ({exc})"
             raise UsageError("study_dir", str(root), fix) from exc
         self._lock = threading.Lock()
@@ -67,9 +78,9 @@ class Study:
         if not path.is_file():
             return out
         total = len(self.items[annotator])
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
+        for raw in path.read_bytes().splitlines():
+            try:  # a line cut inside a UTF-8 character is a cut line too: ignored
+                record = json.loads(raw.decode("utf-8"))
                 item, choice = int(record["item"]), int(record["answer"])
             except (ValueError, KeyError, TypeError):
                 continue

@@ -23,6 +23,7 @@ from autocomp.scoring.registry import ModelEntry
 from autocomp.store.atomic import write_text
 from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark
 from autocomp.store.outputs import check_output
+from autocomp.store.paths import check_apart
 from autocomp.store.storage import file_sha256
 
 
@@ -48,6 +49,33 @@ def check_inputs(
     if Path(out).exists() and not Path(out).is_dir():
         raise UsageError("out", str(out), "is a file; give a folder")
     check_output(out)  # not under a file; missing parents are made with it
+    local = benchmark if isinstance(benchmark, (str, Path)) else None
+    check_apart(out, {"benchmark": local, "images_root": images_root})
+    if model is not None and Path(model).is_dir():
+        check_apart(out, {"model": model})
+
+
+SEED_MAX = 2**32 - 1  # numpy's and torch's seeds are 32-bit
+
+
+def check_values(
+    *, device: str | None = None, split_file: str | Path | None = None, **seeds: int
+) -> None:
+    """The values a fine-tuning stage takes, checked before any work and before any folder
+    appears: each seed a whole number 0 to 2**32 - 1, the device one this machine has, the
+    split file a readable split table."""
+    from autocomp.devices import check_device
+    from autocomp.store.tables import open_parquet
+
+    for name, value in seeds.items():
+        if type(value) is not int or not 0 <= value <= SEED_MAX:
+            raise UsageError(name, value, f"must be a whole number from 0 to {SEED_MAX}")
+    check_device(device)
+    if split_file is not None:
+        names = open_parquet(split_file, "split_file").schema_arrow.names
+        if names[:2] != ["concept_id", "split"]:
+            fix = "is not a split table (autocomp finetune-split)"
+            raise UsageError("split_file", str(split_file), fix)
 
 
 def split(
@@ -56,6 +84,7 @@ def split(
     """out/split.parquet and out/evaluation.parquet (one table) of a benchmark: a table, a folder
     of parts or an opened Benchmark (autocomp.store.catalog.benchmarks)."""
     check_inputs(out, benchmark=benchmark)
+    check_values(seed=seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     split_mod.split_stage(benchmark, out / "split.parquet", config, seed)
@@ -83,6 +112,7 @@ def train(
     from autocomp.scoring.registry import get_model
 
     check_inputs(out, model, benchmark, images_root)
+    check_values(seed=seed, split_seed=split_seed, device=device, split_file=split_file)
     negative_kind(kind)
     if kind == "confusion":
         check_attribute_family(config.family)

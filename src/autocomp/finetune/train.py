@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from autocomp import __version__
 from autocomp.config import FinetuneConfig
-from autocomp.errors import UsageError
+from autocomp.errors import UsageError, shorten
 from autocomp.finetune.checkpoint import save_weights, write_registry
 from autocomp.finetune.losses import contrastive_loss
 from autocomp.finetune.sampler import hard_negatives
@@ -284,7 +284,15 @@ def finetune(
     step, curve, best, best_step, bad_evals = 0, [], -1.0, 0, 0
     order: list[int] = []
     if state_file.is_file():
-        state = torch.load(state_file, map_location=device, weights_only=False)
+        try:
+            state = torch.load(state_file, map_location=device, weights_only=False)
+        except Exception as exc:  # cut, damaged or not a torch file: any unpickling error
+            fix = (f"does not load ({type(exc).__name__}: {shorten(str(exc), 80)}); delete it "
+                   "to start the run over")  # fmt: skip
+            raise UsageError("out", str(state_file), fix) from None
+        if not isinstance(state, dict) or "record" not in state:
+            fix = "is not a fine-tuning state; delete it to start the run over"
+            raise UsageError("out", str(state_file), fix)
         if state["record"] != record:
             raise UsageError("out", str(out), "holds another fine-tuning run; use a new folder")
         model.load_state_dict(state["model"])

@@ -22,6 +22,7 @@ from autocomp.config import ImportConfig
 from autocomp.errors import UsageError
 from autocomp.importers.layouts import CONDITIONS
 from autocomp.protocol.negatives import PROTOCOLS
+from autocomp.store.paths import check_apart
 
 Importer = Callable[[str | Path, str | Path, str | Path | None, ImportConfig], dict[str, Any]]
 
@@ -51,4 +52,5 @@ def import_benchmark(
         raise UsageError("condition", config.condition, f"must be {' or '.join(CONDITIONS)}")
     if config.condition and fmt != "autocomp-release":
         raise UsageError("condition", config.condition, f"applies to autocomp-release, not {fmt}")
+    check_apart(out, {"source": source, "images": images})
     return known[fmt](source, out, images, config)

@@ -34,8 +34,7 @@ from autocomp.pipelines.plumbing import (
     stage_config,
     stages,
 )
-
-NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # a benchmark name: one path component, no `..`
+from autocomp.store.catalog.ids import check_component
 
 
 def _type_name(kind: type) -> str:
@@ -54,10 +53,8 @@ def _check_type(parameter: Parameter, value: Any) -> None:
 
 
 def check_name(value: str, what: str = "name") -> str:
-    """A benchmark name: one path component of letters, digits, '.', '_' and '-'."""
-    if not re.fullmatch(NAME_RULE, value):
-        raise UsageError(what, value, "letters, digits, '.', '_' and '-' only")
-    return value
+    """A benchmark name: one path component (store.catalog.ids.check_component)."""
+    return check_component(what, value)
 
 
 def _check_models(pipeline: str, models: list[Any]) -> None:

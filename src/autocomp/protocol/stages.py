@@ -381,7 +381,7 @@ def negatives_stage(
     protocol, batch_size = config.protocol, config.batch_size
     check_negatives_config(config)
     source = open_parquet(input_path, "input_path")
-    out = check_output_path(out, inputs=(input_path,), force=config.force)
+    out = check_output_path(out, inputs=(input_path,), force=config.force)  # not the input
     schema = source.schema_arrow
     hint = "give a concepts table (autocomp sample) or a curated table"
     require_columns(input_path, schema, CONCEPT_COLUMNS, hint, "input_path")
@@ -503,6 +503,8 @@ def parse_specs(specs: str) -> list[tuple[str, int]]:
         name, sep, n = item.partition(":")
         if not sep or not n.isdigit():
             raise UsageError("specs", item, "must look like family:N, e.g. color:2,position:3")
+        if (name, int(n)) in out:  # the same concepts twice: their ids (and files) collide
+            raise UsageError("specs", item, "is given twice; name each family:N once")
         out.append((name, int(n)))
     if not out:
         raise UsageError("specs", specs, "names no family:N pair")

@@ -16,6 +16,7 @@ import yaml
 
 from autocomp.datafiles import check_keys, check_type
 from autocomp.errors import UsageError
+from autocomp.store.catalog.ids import check_component
 
 REGISTRY_FILE = Path(__file__).parent / "registry.yaml"
 REGISTRY_ENV = "AUTOCOMP_MODEL_REGISTRY"  # a site's own registry file replaces the shipped one
@@ -131,6 +132,7 @@ def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
     for key, kind in _TYPES.items():
         if key in item:
             check_type(where, key, item[key], kind)
+    check_component(f"{where}: name", item["name"])  # <out>/<name>/ is its folder
     fields = {k: v for k, v in item.items() if k in ModelEntry.__dataclass_fields__}
     return ModelEntry(**fields, raw=dict(item))
 

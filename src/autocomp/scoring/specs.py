@@ -31,10 +31,15 @@ from typing import Any
 
 from autocomp.errors import UsageError
 from autocomp.scoring.registry import ModelEntry, get_model
+from autocomp.store.catalog.ids import check_component
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 CONTRASTIVE_TYPES = {"clip", "siglip", "siglip2", "chinese_clip", "altclip", "metaclip_2"}
-RESERVED = {"benchmark", "summary.parquet"}  # names of what `score` keeps beside model folders
+RESERVED = {
+    "benchmark",
+    "summary.parquet",
+    "failed.json",
+}  # names of what `score` keeps beside model folders
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 AD_HOC_NOTE = "ad-hoc model (not in the registry): resources unknown"
 
@@ -139,6 +144,7 @@ def parse_specs(values: str | ModelEntry | Sequence[str | ModelEntry]) -> list[M
     specs: list[ModelSpec] = []
     for value in values:
         if isinstance(value, ModelEntry):
+            check_component("models", value.name)  # <out>/<name>/ is its folder
             specs.append(ModelSpec(value.name, "entry", value.name, entry=value))
         else:
             specs += [parse_spec(t) for t in split_values([value])]

@@ -24,6 +24,7 @@ import pyarrow as pa
 from autocomp import __version__
 from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
+from autocomp.errors import UsageError, weights_error
 from autocomp.scoring import Scorer, choice, load_scorer
 from autocomp.scoring.checks import (
     check_benchmark,
@@ -37,14 +38,16 @@ from autocomp.scoring.modes import mode_for
 from autocomp.scoring.registry import ModelEntry
 from autocomp.scoring.runstore import Results, StoredRun, open_results
 from autocomp.scoring.specs import parse_specs, resolve_spec
+from autocomp.store.atomic import sweep_stale, write_json
 from autocomp.store.catalog.benchmarks import (
     Benchmark,
     check_source,
     open_benchmark,
     resolve_benchmark,
 )
-from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun, collect_runs
+from autocomp.store.catalog.runs import RUN_FILE, SCORE_FORMAT, ScoreRun, collect_runs
 from autocomp.store.outputs import output_folder
+from autocomp.store.paths import check_apart
 from autocomp.store.tables import provenance
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
@@ -75,6 +78,8 @@ def score(
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
     check_out(out)
+    local = None if store or isinstance(benchmark, Benchmark) else benchmark
+    check_apart(out, {"benchmark": local, "images": config.images})
     if not isinstance(benchmark, Benchmark):
         check_source(str(benchmark), store)
     check_images(config)
@@ -94,20 +99,78 @@ def score(
         published = Results(target, str(results), runs) if target is not None else None
         for _, run, record in runs:
             run.check(record, source.rows)
+        for folder in (out, *(run.folder for _, run, _ in runs)):
+            sweep_stale(folder)  # what a killed call was writing
         total = min(config.limit or source.rows, source.rows)
+        failed: dict[str, str] = {}
         for i, (entry, run, record) in enumerate(runs, 1):
             if published and published.reuse(entry.name, run, record, config.limit, source.rows):
                 continue  # a published run is not scored again
             label = f"score {entry.name}" + (f" ({i}/{len(runs)})" if len(runs) > 1 else "")
-            loader = functools.partial(load_scorer, entry, config.device, config.batch_size)
+            loader = functools.partial(_load, entry, config.device, config.batch_size)
             stored = published.stored.get(entry.name) if published else None
-            with progress(label, total) if progress else nullcontext() as advance:
-                _score_run(entry, source, run, record, config, loader, advance, stored)
+            try:
+                with progress(label, total) if progress else nullcontext() as advance:
+                    _score_run(entry, source, run, record, config, loader, advance, stored)
+            except LoadFailed as exc:  # the other models are scored; the summary says so
+                failed[entry.name] = exc.fix
+                continue
             if published:
                 name = source.name or PurePosixPath(str(results)).name
                 made_by = {"stage": "score", "model": entry.name, "benchmark": name}
                 published.publish(entry.name, run, made_by)
-        return collect_runs([run.folder for _, run, _ in runs], out)
+        folders = [run.folder for _, run, _ in runs]
+        table = collect_runs(_earlier_runs(out, folders, source.digest) + folders, out)
+        _report_failed(out, failed)
+        return table
+
+
+FAILED_FILE = "failed.json"  # <out>/failed.json: model -> why it did not load
+
+
+class LoadFailed(UsageError):
+    """A model that could not be loaded: the others are scored, then this is reported."""
+
+
+def _load(entry: ModelEntry, device: str | None, batch_size: int | None) -> Scorer:
+    """The model's scorer; any failure to load it (missing, cut or foreign weights: a
+    SafetensorError, an UnpicklingError, a KeyError in its config) is a LoadFailed."""
+    try:
+        return load_scorer(entry, device, batch_size)
+    except Exception as exc:
+        error = exc if isinstance(exc, UsageError) else weights_error("models", entry.name, exc)
+        raise LoadFailed(error.what, error.value, error.fix) from exc
+
+
+def _earlier_runs(out: Path, folders: list[Path], digest: str) -> list[Path]:
+    """The model folders an earlier call scored into `out` on the same benchmark (so a second
+    call's <out>/summary.parquet keeps them), in name order; this call's are left out."""
+    import json
+
+    found = []
+    for folder in sorted(p for p in out.iterdir() if p.is_dir() and p not in folders):
+        try:
+            record = json.loads((folder / RUN_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("benchmark_sha") == digest:
+            found.append(folder)
+    return found
+
+
+def _report_failed(out: Path, failed: dict[str, str]) -> None:
+    """<out>/failed.json names the models that failed to load (removed when none did), then
+    one error line names them: the models scored stay, in <out>/summary.parquet."""
+    path = out / FAILED_FILE
+    if not failed:
+        path.unlink(missing_ok=True)
+        return
+    write_json(path, failed)
+    first, reason = next(iter(failed.items()))
+    more = f" (and {len(failed) - 1} more, see {path})" if len(failed) > 1 else ""
+    raise UsageError(
+        "models", first, f"{reason}{more}; the other models are scored in {out / 'summary.parquet'}"
+    )
 
 
 def score_stage(

@@ -45,6 +45,7 @@ from autocomp.pipelines.cluster.packages import (  # noqa: F401  (the client's p
 )
 from autocomp.pipelines.cluster.uploads import pinned_version, upload  # noqa: F401
 from autocomp.pipelines.plumbing import DISPLAY_NAMES  # noqa: F401
+from autocomp.store.catalog.ids import check_component
 
 # Where Kubeflow's PodDefault `access-ml-pipeline` mounts a projected ServiceAccount token with
 # audience pipelines.kubeflow.org (kubeflow/manifests v1.11.0 tests/poddefaults.access-ml-
@@ -490,8 +491,7 @@ def checked_params(
     """(package, parameters, documents) of one run of `pipeline`'s package in `dist`: the
     `name=value` items typed by the package and checked as a whole (the library's checks, the
     store, the models' GPUs; a recurring run's draw), before any request."""
-    if not job_name.strip() or not job_name.isprintable():
-        raise UsageError("job_name", job_name, "give the run a name (printable characters)")
+    check_component("job_name", job_name)  # the one rule for every name (issue 24)
     package = Path(dist) / f"{pipeline}.yaml"
     docs = load_documents(pipeline, package)
     params = check_params(pipeline, typed_params(pipeline, items, docs[0]), docs[0])

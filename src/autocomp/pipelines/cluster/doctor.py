@@ -495,7 +495,14 @@ def load_packages(report: Report, dist: str | Path) -> Packages:
 
 
 def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str]) -> bool:
-    """Run every check, print one line each; True when nothing failed."""
+    """Run every check, print one line each; True when nothing failed. The models are checked
+    first (an unknown name is a usage error, not a passed check)."""
+    from autocomp.pipelines.definitions.plan import ALL
+    from autocomp.scoring.registry import get_model
+
+    for name in models:
+        if name != ALL:
+            get_model(name)
     report = Report()
     packages = load_packages(report, dist)
     check_kfp(report, endpoint, packages)

@@ -55,3 +55,27 @@ def with_sample_keys(table: pa.Table) -> pa.Table:
     if "condition" not in names:
         table = table.append_column("condition", pa.array([DEFAULT_CONDITION] * rows, pa.string()))
     return table
+
+
+# A name that becomes one path component (a model's, run's, benchmark's, annotator's folder or
+# file, a pipeline run's name): letters, digits, '.', '_' and '-', not starting with '.' or '-'
+# (so never `.`, `..`, a hidden or temporary name, or an option), at most NAME_MAX characters.
+NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+NAME_MAX = 128
+
+
+def check_component(what: str, value: object) -> str:
+    """`value` if it is a safe single path component (see NAME_RULE), else a UsageError naming
+    `what`: the one check every name used as a path passes, wherever it comes from."""
+    import re
+
+    from autocomp.errors import UsageError
+
+    if not isinstance(value, str) or not re.fullmatch(NAME_RULE, value):
+        raise UsageError(what, value, "must be a name of letters, digits, '.', '_' and '-' "
+                         "(starting with a letter or digit; no '/', '..' or spaces)")  # fmt: skip
+    if len(value) > NAME_MAX:
+        raise UsageError(
+            what, value[:40] + "...", f"is {len(value)} characters; at most {NAME_MAX}"
+        )
+    return value

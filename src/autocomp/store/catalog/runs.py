@@ -88,6 +88,13 @@ class ScoreRun:
             raise UsageError(
                 "out", str(run_file), "is unreadable; delete the folder to start over"
             ) from None
+        if not isinstance(previous, dict) or not isinstance(previous.get("entry") or {}, dict):
+            fix = "is not a run record (a JSON mapping); delete the folder to start over"
+            raise UsageError("out", str(run_file), fix)
+        limit = previous.get("limit")
+        if limit is not None and (type(limit) is not int or limit < 1):
+            fix = f"holds limit {limit!r}, not a whole number; delete the folder to start over"
+            raise UsageError("out", str(run_file), fix)
         self.upgrade = previous.get("format") is None
         previous = self._in_todays_terms(previous)
         keys = ("model", "benchmark_sha", "blind", "choice")
