@@ -449,7 +449,7 @@ def test_client_sends_the_bearer_token_from_the_named_variable(compiled, kfp_api
         ("specs=colour:2", "error: specs: 'colour:2'"),
         ("renderer=no-such-renderer", "unknown renderer"),
         ("caption_batch_size=0", "error: caption_batch_size: 0"),
-        ("reuse_concepts=../../x", "reuse_concepts: '../../x': letters, digits"),
+        ("reuse_concepts=../../x", "reuse_concepts: '../../x': must be a name of letters, digits"),
     ],
 )
 def test_params_are_checked_against_the_package_before_any_request(
@@ -467,9 +467,17 @@ def test_params_are_checked_against_the_package_before_any_request(
 @pytest.mark.parametrize(
     "pipeline, params, message",
     [
-        ("generate_benchmark", ["name=../../etc"], "name: '../../etc': letters, digits"),
-        ("generate_benchmark", ["name=<b>x</b>"], "name: '<b>x</b>': letters, digits"),
-        ("generate_benchmark", ["name="], "name: '': letters, digits"),
+        (
+            "generate_benchmark",
+            ["name=../../etc"],
+            "name: '../../etc': must be a name of letters, digits",
+        ),
+        (
+            "generate_benchmark",
+            ["name=<b>x</b>"],
+            "name: '<b>x</b>': must be a name of letters, digits",
+        ),
+        ("generate_benchmark", ["name="], "name: '': must be a name of letters, digits"),
         ("generate_benchmark", ["name=x", "store=ftp://h/x"], "store: 'ftp://h/x'"),
         ("evaluate_models", ["name=x", "models=[no-such-model]"], "unknown model"),
         ("evaluate_models", ["name=x", "limit=-5"], "error: limit: -5"),

@@ -53,6 +53,10 @@ from autocomp.store.catalog.ids import check_component
 from autocomp.store.outputs import check_output
 from autocomp.store.paths import check_apart
 
+REPORT_FOLDER = (
+    "report"  # <run>/report: where a run's report goes (`report --run R`, `autocomp run`)
+)
+
 # ----------------------------------------------------------------------------- human studies
 
 
@@ -276,7 +280,9 @@ def report_stage(
     others = {Path(c).resolve().name: Path(c) for c in compare or []}
     if len(others) != len(compare or []) or Path(run).resolve().name in others:
         raise UsageError("compare", [str(c) for c in compare or []], "run folder names must differ")
-    check_apart(out, {"run": run, "compare": list(compare or [])})
+    # RUN/report, the default, is the run's own report folder: the report reads none of it
+    own = Path(out).resolve() == (Path(run) / REPORT_FOLDER).resolve()
+    check_apart(out, {"run": None if own else run, "compare": list(compare or [])})
     return _write_report(run, out, seed, title or Path(run).resolve().name, others)
 
 

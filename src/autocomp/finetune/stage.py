@@ -48,11 +48,11 @@ def check_inputs(
         raise UsageError("images_root", str(images_root), "is not a folder; give the images folder")
     if Path(out).exists() and not Path(out).is_dir():
         raise UsageError("out", str(out), "is a file; give a folder")
-    check_output(out)  # not under a file; missing parents are made with it
     local = benchmark if isinstance(benchmark, (str, Path)) else None
-    check_apart(out, {"benchmark": local, "images_root": images_root})
+    check_apart(out, {"benchmark": local, "images_root": images_root})  # before any probe write
     if model is not None and Path(model).is_dir():
         check_apart(out, {"model": model})
+    check_output(out)  # not under a file; missing parents are made with it
 
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds are 32-bit

@@ -77,9 +77,9 @@ def score(
     check_config(config)
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
-    check_out(out)
     local = None if store or isinstance(benchmark, Benchmark) else benchmark
-    check_apart(out, {"benchmark": local, "images": config.images})
+    check_apart(out, {"benchmark": local, "images": config.images})  # before any probe write
+    check_out(out)
     if not isinstance(benchmark, Benchmark):
         check_source(str(benchmark), store)
     check_images(config)
