@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from autocomp.errors import UsageError
 from autocomp.store.atomic import atomic_folder, atomic_path, sweep_stale, temp_path
 from autocomp.store.storage import (
     MANIFEST,
@@ -25,6 +24,7 @@ from autocomp.store.storage import (
     _inside,
     build_manifest,
     check_key,
+    complete_manifest,
     file_sha256,
     manifest_entry,
 )
@@ -138,9 +138,7 @@ class LocalStore:
         self, name: str, folder: str | Path, only: Callable[[str], bool] | None = None
     ) -> dict[str, Any]:
         """The output's files (`only`: those whose path it accepts) into `folder`, verified."""
-        manifest = self.manifest(name)
-        if manifest is None:
-            raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
+        manifest = complete_manifest(self, name)
         source = self._path(name)
         copy = lambda p, t: shutil.copyfile(source / p, t)  # noqa: E731
         _fetch_verified(manifest, Path(folder), copy, only)
@@ -148,9 +146,7 @@ class LocalStore:
 
     def get_file(self, name: str, path: str, target: str | Path) -> Path:
         """One file of a complete output, verified, written atomically to `target`."""
-        manifest = self.manifest(name)
-        if manifest is None:
-            raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
+        manifest = complete_manifest(self, name)
         entry = manifest_entry(manifest, path)
         with atomic_path(target) as tmp:
             shutil.copyfile(self._path(name) / _inside(path), tmp)

@@ -34,6 +34,7 @@ from autocomp.store.storage import (
     build_manifest,
     bytes_stream,
     check_key,
+    complete_manifest,
     file_sha256,
     manifest_entry,
 )
@@ -298,9 +299,7 @@ class S3Store:
         self, name: str, folder: str | Path, only: Callable[[str], bool] | None = None
     ) -> dict[str, Any]:
         """The output's files (`only`: those whose path it accepts) into `folder`, verified."""
-        manifest = self.manifest(name)
-        if manifest is None:
-            raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
+        manifest = complete_manifest(self, name)
 
         def fetch(path: str, target: Path) -> None:
             key = self._key(name, path)
@@ -315,9 +314,7 @@ class S3Store:
 
     def get_file(self, name: str, path: str, target: str | Path) -> Path:
         """One file of a complete output, verified, written atomically to `target`."""
-        manifest = self.manifest(name)
-        if manifest is None:
-            raise UsageError("store", f"{self.uri}/{name}", "holds no complete output by that name")
+        manifest = complete_manifest(self, name)
         entry = manifest_entry(manifest, path)
         key = self._key(name, _inside(path))
         with atomic_path(target) as tmp:

@@ -159,6 +159,14 @@ def _inside(path: str) -> str:
     return path
 
 
+def complete_manifest(store: Any, name: str) -> dict[str, Any]:
+    """The manifest of `store`'s complete output `name`; a usage error naming it otherwise."""
+    manifest = store.manifest(name)
+    if manifest is None:
+        raise UsageError("store", f"{store.uri}/{name}", "holds no complete output by that name")
+    return manifest
+
+
 def manifest_entry(manifest: dict[str, Any], path: str) -> dict[str, Any]:
     """The manifest's record of one file of the output (a StorageError if it has none)."""
     for f in manifest["files"]:
