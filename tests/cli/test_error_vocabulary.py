@@ -130,7 +130,7 @@ def test_the_pipeline_check_names_the_parameter(check):
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    from autocomp.pipelines.cluster.compile import compile_all
+    from autocomp.pipelines.compile import compile_all
 
     out = tmp_path_factory.mktemp("dist")
     with pinned_images(tmp_path_factory.mktemp("lock")):  # pullable images, dirty tree or not

@@ -21,12 +21,15 @@ import pytest
 import yaml
 
 from autocomp import __version__
+from autocomp.store.stores import open_store
+from autocomp.store.work import Location
 
 IMAGE = os.environ.get("AUTOCOMP_TEST_IMAGE", "")
 BUILDAH = ["buildah", "--storage-driver", os.environ.get("STORAGE_DRIVER", "vfs")]
 RUN_ROOT = "minio://mlpipeline/v2/artifacts/autocomp-generate-benchmark/ci-run"
 OUTPUT_FILE = "/tmp/kfp_outputs/output_metadata.json"  # where the launcher asks for it
 SUBMITTED = {"count": 12, "name": "ci"}  # run parameters; the rest are the compiled defaults
+STORE_IN_IMAGE = "/minio/store"  # the run's store as the steps see it (a folder store)
 
 pytestmark = [
     pytest.mark.infra,
@@ -36,7 +39,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    from autocomp.pipelines.cluster.compile import compile_all
+    from autocomp.pipelines.compile import compile_all
 
     # compiling for a cluster needs a registry: the one the image under test was built for
     os.environ.setdefault("AUTOCOMP_IMAGE_REGISTRY", IMAGE.rsplit("/autocomp-", 1)[0])
@@ -147,13 +150,25 @@ def test_compiled_sample_and_negatives_run_in_the_image(compiled, container, vol
     assert pq.read_table(concepts).num_rows == params["count"] * len(params["specs"].split(","))
 
     # negatives reads curate's folder; a concepts table is a legal input of the stage, so the
-    # sample output stands in for the GPU-made curated table.
+    # sample output stands in for the GPU-made curated table. Its candidate table goes to the
+    # store that shard_plan's `work` location names (here a folder under the mounted volume, as
+    # the container sees it), and its artifact is that table's location.
     curated_uri = f"{RUN_ROOT}/curate/curated"
     host_path(volume, curated_uri).mkdir(parents=True)
     shutil.copy(concepts, host_path(volume, curated_uri) / "curated.parquet")
-    given = launch(compiled, "negatives", container, volume, {"curated": curated_uri})
+    work_uri = f"{RUN_ROOT}/shard-plan/work"
+    Location(STORE_IN_IMAGE, "work/render/ci", {"num_shards": 1}).write(host_path(volume, work_uri))
+    host_store = volume / "minio" / STORE_IN_IMAGE.removeprefix("/minio/")
+    host_store.mkdir(parents=True)
+    host_store.chmod(0o777)
+    artifacts = {"curated": curated_uri, "work": work_uri}
+    given = launch(compiled, "negatives", container, volume, artifacts)
     out = host_path(volume, given["outputs"]["artifacts"]["benchmark"]["artifacts"][0]["uri"])
-    benchmark = pq.read_table(out / "benchmark.parquet")
+    found = Location.read(out)
+    assert found.store == STORE_IN_IMAGE and found.prefix.startswith("work/tables/")
+    open_store(str(host_store)).get(found.prefix, tmp_path / "fetched")
+    (fetched,) = (tmp_path / "fetched").glob("*.parquet")
+    benchmark = pq.read_table(fetched)
     protocol = given["inputs"]["parameterValues"]["protocol"]
     negatives_stage(concepts, tmp_path / "benchmark.parquet", NegativesConfig(protocol=protocol))
     assert benchmark.equals(pq.read_table(tmp_path / "benchmark.parquet"))

@@ -25,7 +25,7 @@ def dist_for(image_lock, tmp_path_factory):
     compiled with those options (once per test run, in this process)."""
     import warnings
 
-    from autocomp.pipelines.cluster.compile import compile_all
+    from autocomp.pipelines.compile import compile_all
 
     made: dict = {}
 

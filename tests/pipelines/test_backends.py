@@ -12,7 +12,7 @@ import yaml
 
 from autocomp.errors import UsageError
 from autocomp.pipelines.cluster import backends
-from autocomp.pipelines.cluster.compile import PIPELINES
+from autocomp.pipelines.compile import PIPELINES
 
 pytestmark = pytest.mark.slow
 

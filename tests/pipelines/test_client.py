@@ -138,7 +138,7 @@ def test_the_version_comes_from_the_install_configmap_when_healthz_says_unknown(
 
 
 def test_a_recurring_generate_run_draws_anew_each_run(dist_for, no_kubeconfig, capsys):
-    from autocomp.pipelines.definitions.plan import draw_seed, drawn
+    from autocomp.pipelines.cluster.plan import draw_seed, drawn
 
     dist = dist_for()
     api = KfpStandIn()

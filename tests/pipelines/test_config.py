@@ -25,7 +25,7 @@ def _defaults(path: Path) -> dict:
 
 
 def test_compiled_defaults_are_the_paper_profile(tmp_path):
-    from autocomp.pipelines.cluster.compile import compile_all
+    from autocomp.pipelines.compile import compile_all
 
     paths = compile_all(tmp_path)
     paper = PROFILES["paper"]
@@ -74,7 +74,7 @@ def test_compile_works_outside_the_checkout(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    from autocomp.pipelines.cluster.compile import PIPELINES, WARMUP_FILE
+    from autocomp.pipelines.compile import PIPELINES, WARMUP_FILE
 
     found = sorted(str(p.relative_to(tmp_path / "x")) for p in (tmp_path / "x").rglob("*.yaml"))
     assert found == sorted([f"{name}.yaml" for name in PIPELINES] + [WARMUP_FILE])

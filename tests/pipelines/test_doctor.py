@@ -9,9 +9,9 @@ import os
 import pytest
 
 from autocomp.cli.main import main
-from autocomp.pipelines.cluster.compile import PIPELINES
 from autocomp.pipelines.cluster.doctor import nodes_for
 from autocomp.pipelines.cluster.resources import GPU_CARDS, ScoreClass
+from autocomp.pipelines.compile import PIPELINES
 from tests.infra.test_storage import s3_server  # noqa: F401  (the moto_server fixture)
 from tests.pipelines.kfp_standin import KfpStandIn
 from tests.pipelines.kube_standin import KubeStandIn
@@ -34,7 +34,7 @@ def registry():
 def dists(registry, tmp_path_factory):
     """The packages compiled for three backends, their images at the registry stand-in."""
     from autocomp.pipelines.cluster import images
-    from autocomp.pipelines.cluster.compile import compile_all
+    from autocomp.pipelines.compile import compile_all
 
     lock = tmp_path_factory.mktemp("lock") / "lock.json"
     lock.write_text(json.dumps({k: {"image": f"{registry.host}/autocomp-{k}:v1", "digest": DIGEST}

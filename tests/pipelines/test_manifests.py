@@ -110,7 +110,7 @@ def test_the_warmup_job_completes_in_a_mesh_and_fills_the_cache_where_the_steps_
 def test_the_warmup_prefetches_every_model_the_pipelines_load():
     from autocomp.config import PROFILES
     from autocomp.generation.registry import get_generation_model
-    from autocomp.pipelines.definitions.plan import in_all
+    from autocomp.pipelines.cluster.plan import in_all
     from autocomp.scoring.registry import all_models
 
     wanted = {w.model: w for w in warmup.wanted()}

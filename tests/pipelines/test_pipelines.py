@@ -11,7 +11,7 @@ import yaml
 
 from autocomp import __version__
 from autocomp.cli.main import main
-from autocomp.pipelines.cluster.compile import PIPELINES
+from autocomp.pipelines.compile import PIPELINES
 
 SECRET_MARKER = "s3cr3t-value-that-must-not-leak"
 
@@ -317,7 +317,7 @@ def test_publish_name_is_unique_per_run(compiled):
     assert publish["run_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
     assert publish["unique"]["componentInputParameter"] == "unique_name"
     assert spec["root"]["inputDefinitions"]["parameters"]["unique_name"]["defaultValue"] is True
-    from autocomp.pipelines.definitions.plan import published_name
+    from autocomp.pipelines.cluster.plan import published_name
 
     run = "3f2a9c1e-0b7d-4c55-9e0f-1234567890ab"
     assert published_name("weekly", run, True) == "weekly-3f2a9c1e"

@@ -12,7 +12,7 @@ import yaml
 
 from autocomp.errors import UsageError
 from autocomp.pipelines.cluster import resources as r
-from autocomp.pipelines.cluster.compile import PIPELINES
+from autocomp.pipelines.compile import PIPELINES
 
 
 def _docs(folder, name: str) -> list[dict]:

@@ -18,7 +18,7 @@ from autocomp.pipelines.plumbing import PIPELINES
 
 def _compile(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.backends import target_for
-    from autocomp.pipelines.cluster.compile import compile_all
+    from autocomp.pipelines.compile import compile_all
 
     target = target_for(args.backend)
     sizes = {}

@@ -46,7 +46,7 @@ PIPELINES = tuple(DISPLAY_NAMES)
 # the pipelines' store default: KFP's own bucket, under the prefix every profile may write
 # (multi-user KFP 2.15+ limits a profile's keys to mlpipeline/.../<ns> and shared/; docs/cluster.md)
 DEFAULT_STORE = "s3://mlpipeline/shared/autocomp"
-ALL = "all"  # the models parameter that means every model [all] stands for (definitions.plan)
+ALL = "all"  # the models parameter that means every model [all] stands for (cluster.plan)
 
 
 class Required:

@@ -268,7 +268,7 @@ PREDICTION_BYTES = 8 * 150  # one item's predictions (sets x protocols x score t
 
 
 def _evaluation(made: Plan, profile: Any, models: Any) -> None:
-    from autocomp.pipelines.definitions.plan import in_all, score_groups, select
+    from autocomp.pipelines.cluster.plan import in_all, score_groups, select
     from autocomp.scoring.registry import get_model
 
     groups = score_groups()

@@ -430,7 +430,7 @@ def nodes_for(classes: list[ScoreClass], nodes: list[dict[str, Any]]) -> dict[st
 
 
 def needed_classes(models: list[str]) -> list[ScoreClass]:
-    from autocomp.pipelines.definitions.plan import ALL, in_all, score_groups
+    from autocomp.pipelines.cluster.plan import ALL, in_all, score_groups
 
     wanted = in_all()[0] if models == [ALL] else models
     return [c for c, members in score_groups().items() if c.gpus and set(members) & set(wanted)]
@@ -497,7 +497,7 @@ def load_packages(report: Report, dist: str | Path) -> Packages:
 def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str]) -> bool:
     """Run every check, print one line each; True when nothing failed. The models are checked
     first (an unknown name is a usage error, not a passed check)."""
-    from autocomp.pipelines.definitions.plan import ALL
+    from autocomp.pipelines.cluster.plan import ALL
     from autocomp.scoring.registry import get_model
 
     for name in models:

@@ -40,7 +40,14 @@ from typing import Any
 
 from autocomp.pipelines.cluster import capacity
 from autocomp.pipelines.cluster.backends import DEFAULT_TARGET, Target
-from autocomp.pipelines.cluster.gpus import GPU_TIERS_GB, SCORE_HOST
+from autocomp.pipelines.cluster.gpus import (  # noqa: F401 (re-exported)
+    GPU_TIERS_GB,
+    SCORE_HOST,
+    SCORE_PARALLELISM,
+    ScoreClass,
+    score_class,
+    tier_for,
+)
 
 # cpu/memory: limits (requests equal); gpus: nvidia.com/gpu count; disk: the /scratch size limit;
 # timeout: the longest expected attempt (memory, disk and timeout are floors: a compiled step gets
@@ -118,7 +125,6 @@ GPU_CARDS: dict[str, tuple[int, int]] = {
     "NVIDIA-H100-PCIe": (80, 81559),
     "NVIDIA-H200": (141, 143771),
 }
-SCORE_PARALLELISM = {0: 4, 1: 8}  # concurrent score pods per class, by GPU count; else 1
 
 
 def seconds(duration: str | int) -> int:
@@ -147,17 +153,6 @@ def tier_floor_mib(gpu_gb: int) -> int:
     return math.floor(gpu_gb * 1e9 / 2**20)
 
 
-def tier_for(share_gb: float) -> int:
-    """The smallest GPU size that holds `share_gb` GB; ValueError beyond the largest."""
-    tier = next((t for t in GPU_TIERS_GB if t >= share_gb), None)
-    if tier is None:
-        raise ValueError(
-            f"{share_gb:.0f} GB per GPU is more than any GPU ({GPU_TIERS_GB[-1]} GB); give the "
-            "model more GPUs in the registry"
-        )
-    return tier
-
-
 def node_tiers(memory_mib: int) -> list[int]:
     """The GPU sizes a node whose GPUs report `memory_mib` can serve."""
     return [t for t in GPU_TIERS_GB if memory_mib >= tier_floor_mib(t)]
@@ -172,51 +167,6 @@ def gpu_memory_affinity(gpu_gb: int) -> list[dict[str, Any]]:
     return [
         {"key": GPU_MEMORY_LABEL, "operator": "Gt", "values": [str(tier_floor_mib(gpu_gb) - 1)]}
     ]
-
-
-@dataclass(frozen=True)
-class ScoreClass:
-    """The resources of one group of score steps: `gpus` GPUs of at least `gpu_gb` GB each."""
-
-    gpus: int
-    gpu_gb: int
-
-    @property
-    def name(self) -> str:
-        return "cpu" if not self.gpus else f"{self.gpus}x{self.gpu_gb}gb"
-
-    @property
-    def cpu(self) -> str:
-        return str(max(SCORE_HOST["cpu_min"], SCORE_HOST["cpu_per_gpu"] * self.gpus))
-
-    @property
-    def memory(self) -> str:  # the capacity plan's: the host share plus the streamed batches
-        return str(capacity.score_resources(self)["memory"])
-
-    @property
-    def disk(self) -> str:  # the capacity plan's: weights when the cache misses, one part
-        return str(capacity.score_resources(self)["disk"])
-
-    @property
-    def timeout(self) -> int:  # the capacity plan's: 2 x the slowest model's pass + 1 h
-        return int(capacity.score_resources(self)["timeout"])
-
-    @property
-    def parallelism(self) -> int:
-        return SCORE_PARALLELISM.get(self.gpus, 1)
-
-
-def score_class(gpus: int, gpu_memory_gb: float) -> ScoreClass:
-    """The resource class of a model that needs `gpus` GPUs and `gpu_memory_gb` GB in all:
-    the smallest GPU tier that holds its share on each GPU."""
-    if not gpus:
-        return ScoreClass(0, 0)
-    try:
-        return ScoreClass(gpus, tier_for(gpu_memory_gb / gpus))
-    except ValueError:
-        raise ValueError(f"{gpu_memory_gb} GB on {gpus} GPUs: {gpu_memory_gb / gpus:.0f} GB per "
-                         f"GPU is more than any GPU ({GPU_TIERS_GB[-1]} GB); give the model more "
-                         "GPUs in the registry") from None  # fmt: skip
 
 
 def model_need(role: str, name: str) -> float:
@@ -327,10 +277,11 @@ def configure(
     if cluster and score is None:  # the capacity plan raises the floors (compiled runs only)
         spec.update(_sized(spec, capacity.resources(step)))
     if score is not None:
-        spec = {"cpu": score.cpu, "memory": score.memory, "cache": False, "retries": 3,
-                "store": True, "hub": True, "disk": score.disk}  # fmt: skip
+        sized = capacity.score_resources(score)  # the host share plus the streamed batches
+        spec = {"cpu": score.cpu, "memory": str(sized["memory"]), "cache": False, "retries": 3,
+                "store": True, "hub": True, "disk": str(sized["disk"])}  # fmt: skip
         if cluster:
-            spec["timeout"] = score.timeout
+            spec["timeout"] = int(sized["timeout"])
     task.set_cpu_limit(spec["cpu"]).set_cpu_request(spec["cpu"])
     task.set_memory_limit(spec["memory"]).set_memory_request(spec["memory"])
     task.set_caching_options(spec["cache"])

@@ -48,7 +48,7 @@ def wanted() -> list[Wanted]:
     """Every model the pipelines load, one entry per hub repository (sorted by model)."""
     from autocomp.config import PROFILES
     from autocomp.generation.registry import get_generation_model
-    from autocomp.pipelines.definitions.plan import in_all
+    from autocomp.pipelines.cluster.plan import in_all
     from autocomp.scoring.registry import all_models
 
     registry = all_models()

@@ -20,9 +20,9 @@ import inspect
 from typing import Any, List  # noqa: UP035  (KFP reads the annotation's name)
 
 from autocomp.pipelines import plumbing
+from autocomp.pipelines.cluster.plan import in_all, registry_text, score_groups
 from autocomp.pipelines.cluster.resources import ScoreClass
 from autocomp.pipelines.definitions.builder import Build, graph
-from autocomp.pipelines.definitions.plan import in_all, registry_text, score_groups
 
 
 def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:

@@ -30,7 +30,7 @@ def select_models(
     """
     from collections import namedtuple
 
-    from autocomp.pipelines.definitions.plan import ALL, select
+    from autocomp.pipelines.cluster.plan import ALL, select
 
     if requested == [ALL]:
         for model, why in left_out.items():

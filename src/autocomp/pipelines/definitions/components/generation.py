@@ -35,7 +35,7 @@ def sample(
     import os
 
     from autocomp.config import SampleConfig
-    from autocomp.pipelines.definitions.plan import drawn
+    from autocomp.pipelines.cluster.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.protocol.stages import reuse_or_sample
 
@@ -75,7 +75,7 @@ def caption(
 
     from autocomp.config import CaptionConfig
     from autocomp.generation.caption import caption_stage
-    from autocomp.pipelines.definitions.plan import drawn
+    from autocomp.pipelines.cluster.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
@@ -127,8 +127,8 @@ def shard_plan(
         work: location.json: the store and the keys of the run's render and validate work
         Output: the shard numbers, 0 to num_shards - 1
     """
+    from autocomp.pipelines.cluster.plan import drawn
     from autocomp.pipelines.definitions.artifacts import config_from, plan_work
-    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.store.shards import check_shard_args
 
     given = locals()
@@ -168,8 +168,8 @@ def render(
         table: the shard's render table (its images are in the store)
     """
     from autocomp.config import RenderConfig
+    from autocomp.pipelines.cluster.plan import drawn
     from autocomp.pipelines.definitions.artifacts import render_shard
-    from autocomp.pipelines.definitions.plan import drawn
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
 
@@ -316,8 +316,8 @@ def publish(
     """
     import os
 
+    from autocomp.pipelines.cluster.plan import published_name
     from autocomp.pipelines.definitions.artifacts import publish_run
-    from autocomp.pipelines.definitions.plan import published_name
 
     return publish_run(
         benchmark.path,

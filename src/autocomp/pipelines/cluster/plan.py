@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.errors import UsageError
-from autocomp.pipelines.cluster.resources import ScoreClass, score_class
+from autocomp.pipelines.cluster.gpus import ScoreClass, score_class
 from autocomp.pipelines.plumbing import ALL
 
 
