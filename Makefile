@@ -33,8 +33,8 @@ lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, mypy, t
 test: lint ## lint, then the whole test suite (what CI runs)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest
 
-test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra"
+test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra" -n 2
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(LINTED)
