@@ -116,6 +116,9 @@ def _runs(d: Path, bench: pa.Table) -> None:
         empty = PREDICTIONS_SCHEMA.empty_table()
         pq.write_table(empty, d / name / "results" / "m" / "predictions" / "part-00000.parquet")
         (d / name / "results" / "m" / "run.json").write_text("{}")
+    garbage = d / "run_garbage" / "results" / "m" / "predictions"
+    shutil.copytree(d / "run", d / "run_garbage")  # a run with a part that is not Parquet
+    (garbage / "part-00001.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 3)
     for k, body in DAMAGED_RUN_JSON.items():
         (d / f"state_{k}" / TINY).mkdir(parents=True)
         (d / f"state_{k}" / TINY / "run.json").write_text(body)
@@ -220,6 +223,7 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("schedule-count-zero", 6, ["schedule", "--dist", V + "/dist", "--host", "http://127.0.0.1:9", "--pipeline", "generate_benchmark", "--name", "w", "--cron", "0 0 3 * * 1", "--param", "name=b", "--param", "count=0"], ["count"]),
     ("schedule-name-hostile", 6, ["schedule", "--dist", V + "/dist", "--host", "http://127.0.0.1:9", "--pipeline", "generate_benchmark", "--name", "../w", "--cron", "0 0 3 * * 1", "--param", "name=b"], ["--name"]),
     ("audit-export-seed-neg", 6, ["audit", "export", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--out", "{out}", "--seed", "-1", "--concepts", "1", "--include-rejected"], ["--seed", "-1"]),
+    ("report-garbage-part", 3, ["report", "--run", V + "/run_garbage", "--out", "{out}"], ["--run", "part-00001.parquet", "not a readable Parquet", "delete it"]),
     ("report-seed-neg", 6, ["report", "--run", V + "/run", "--seed", "-1", "--out", "{out}"], ["--seed", "-1"]),
     # ---------------------------------------------------------------- 3: damaged state
     *[(f"score-runjson-{k}", 3, [*S, "--model", TINY, "--out", V + f"/state_{k}"], ["run.json"]) for k in ("list", "null", "number", "limit")],

@@ -16,6 +16,7 @@ from autocomp.analysis.finetune_tables import load_runs
 from autocomp.errors import UsageError
 from autocomp.store.catalog.benchmarks import open_benchmark
 from autocomp.store.catalog.ids import with_sample_keys
+from autocomp.store.catalog.runs import ScoreRun
 
 BENCH_COLUMNS = [
     "sample_id",
@@ -58,15 +59,13 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
     for p in results:
         record = _run_record(p / "run.json")
         models[p.name] = record.get("entry") or {"name": p.name}
-    parts = {p: sorted((p / "predictions").glob("part-*.parquet")) for p in results}
-    empty = [p for p, found in parts.items() if not found]
+    read = {p: ScoreRun(p).read_predictions() for p in results}  # the run folder's owner
+    empty = [p for p, table in read.items() if not table.num_rows]
     if empty:
         raise UsageError(
             "run", str(empty[0]), "holds no predictions; finish its `autocomp score` first"
         )
-    predictions = pa.concat_tables(
-        [pq.read_table(f) for found in parts.values() for f in found], promote_options="default"
-    )
+    predictions = pa.concat_tables(read.values(), promote_options="default")
     optional = {name: bench_dir / f"{name}.parquet" for name in ("concepts", "survival")}
     return {
         "run": run,

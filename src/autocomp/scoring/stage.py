@@ -94,7 +94,7 @@ def score(
         else:
             source = resolve_benchmark(str(benchmark), store, out)
         check_benchmark(source, config)
-        runs = [(entry, ScoreRun(out / entry.name), _record(entry, source, config))
+        runs = [(entry, ScoreRun(out / entry.name, "out"), _record(entry, source, config))
                 for entry in entries]  # fmt: skip
         published = Results(target, str(results), runs) if target is not None else None
         for _, run, record in runs:
@@ -193,7 +193,7 @@ def score_stage(
     source = benchmark if isinstance(benchmark, Benchmark) else open_benchmark(benchmark)
     check_images(config)
     check_benchmark(source, config)
-    run, record = ScoreRun(out), _record(entry, source, config)
+    run, record = ScoreRun(out, "out"), _record(entry, source, config)
     run.check(record, source.rows)
     loader = loader or functools.partial(load_scorer, entry, config.device, config.batch_size)
     return _score_run(entry, source, run, record, config, loader, progress)

@@ -63,6 +63,18 @@ def open_parquet(path: str | Path, option: str = "path") -> pq.ParquetFile:
         raise UsageError(option, str(path), f"is not a readable Parquet file ({exc})") from exc
 
 
+def read_parquet(
+    path: str | Path, option: str = "path", columns: Sequence[str] | None = None, fix: str = ""
+) -> pa.Table:
+    """Read a whole Parquet table (or `columns` of it), turning a damaged or foreign file into
+    one UsageError that names it (`fix`: what to do about it, when the caller knows)."""
+    try:
+        return pq.read_table(path, columns=list(columns) if columns is not None else None)
+    except (OSError, pa.ArrowException) as exc:
+        problem = f"is not a readable Parquet file ({exc})"
+        raise UsageError(option, str(path), f"{problem}; {fix}" if fix else problem) from exc
+
+
 def require_columns(
     path: str | Path,
     schema: pa.Schema,

@@ -33,13 +33,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
 from autocomp.store.atomic import sweep_stale, write_json
 from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA, SCORES_SCHEMA
 from autocomp.store.outputs import check_output
-from autocomp.store.tables import provenance, read_metadata, write_table
+from autocomp.store.tables import provenance, read_metadata, read_parquet, write_table
 
 SCORE_FORMAT = 2  # 2: scores have tokens, predictions score_type (run.json "format")
 SUMMARY_KEYS = ("model", "family", "n", "condition", "set", "protocol", "score_type")
@@ -50,8 +49,9 @@ SUMMARY_FILE = "summary.parquet"
 class ScoreRun:
     """The run folder of one model on one benchmark: check, resume, write, read."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, option: str = "run") -> None:
         self.folder = Path(folder)
+        self.option = option  # the input that named the folder, for errors (score: `out`)
         self.upgrade = False  # check() found a run written before score types
 
     @property
@@ -151,7 +151,7 @@ class ScoreRun:
         self._drop_failures()
         done: set[str] = set()
         for part in self._parts():
-            done.update(pq.read_table(part, columns=["sample_id"]).column(0).to_pylist())
+            done.update(_read(part, ["sample_id"], option=self.option).column(0).to_pylist())
         return done
 
     def next_part(self) -> int:
@@ -162,13 +162,13 @@ class ScoreRun:
         """Failed items are retried by the next run: rewrite (atomically) every part that holds
         failures without them, scores and predictions alike; a part left empty goes."""
         for part in self._parts():
-            predictions = pq.read_table(part)
+            predictions = _read(part, option=self.option)
             failed = set(predictions.filter(predictions["failed"])["sample_id"].to_pylist())
             if not failed:
                 continue
             for folder in (self.predictions, self.scores):
                 path = folder / part.name
-                table = pq.read_table(path)
+                table = _read(path, option=self.option)
                 keep = pc.invert(pc.is_in(table["sample_id"], pa.array(sorted(failed))))
                 kept = table.filter(keep)
                 if kept.num_rows:
@@ -184,7 +184,7 @@ class ScoreRun:
             (self.predictions, PREDICTIONS_SCHEMA),
         ):
             for path in sorted(folder.glob("part-*.parquet")):
-                table = pq.read_table(path)
+                table = _read(path, option=self.option)
                 if "score_type" not in table.column_names:
                     table = _conform(table.replace_schema_metadata(None), schema)
                     write_table(table, path, read_metadata(path))
@@ -229,7 +229,7 @@ class ScoreRun:
         parts = sorted(self.predictions.glob("part-*.parquet"))
         if not parts:
             return PREDICTIONS_SCHEMA.empty_table()
-        tables = [pq.read_table(p).replace_schema_metadata(None) for p in parts]
+        tables = [_read(p, option=self.option).replace_schema_metadata(None) for p in parts]
         return with_score_type(pa.concat_tables(tables, promote_options="default"))
 
     def summarize(self) -> pa.Table:
@@ -260,7 +260,11 @@ class ScoreRun:
     def read_summary(self) -> pa.Table | None:
         """summary.parquet with its score types (None: the folder has none)."""
         path = self.folder / SUMMARY_FILE
-        return with_score_type(pq.read_table(path)) if path.is_file() else None
+        return (
+            with_score_type(_read(path, fix=SUMMARY_FIX, option=self.option))
+            if path.is_file()
+            else None
+        )
 
 
 SUMMED = ("correct", "failed", "tie", "truncated")
@@ -313,6 +317,21 @@ def with_score_type(table: pa.Table) -> pa.Table:
         return table.append_column("score_type", pa.array(["score"] * table.num_rows, pa.string()))
     index = table.column_names.index("score_type")
     return table.set_column(index, "score_type", pc.fill_null(table["score_type"], "score"))
+
+
+PART_FIX = (
+    "parts are written whole or not at all, so this one was damaged or put there by hand: delete "
+    "it and its namesake in the other folder (scores/, predictions/), then run `autocomp score` "
+    "again (it scores those items anew)"
+)
+SUMMARY_FIX = "delete it; `autocomp score` on the same folder writes it again from the parts"
+
+
+def _read(
+    path: Path, columns: list[str] | None = None, fix: str = PART_FIX, option: str = "run"
+) -> pa.Table:
+    """A part or summary of a run folder; a damaged one is one line naming it and the fix."""
+    return read_parquet(path, option, columns, fix)
 
 
 def read_predictions(folder: str | Path) -> pa.Table:
