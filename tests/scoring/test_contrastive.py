@@ -206,3 +206,42 @@ def test_predictions_are_the_peer_loops(model, n, count):
         assert [_argmax(x) for x in ours] == [_argmax(y) for y in theirs], name
         diff = max(abs(a - b) for x, y in zip(ours, theirs) for a, b in zip(x, y))
         assert diff <= 1e-5, (name, diff)
+
+
+HOSTILE_TEXTS = [
+    "",
+    "   ",
+    "A red cup.",
+    "a RED   cup\tand\na blue lamp",
+    "Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e on a na\u00efve r\u00e9sum\u00e9.",
+    "The \u201ccurly\u201d quote\u2019s & &amp; &lt;tag&gt; \ufb01ne",
+    "\u00e2\u0080\u0099 mojibake \u00c3\u00a9t\u00c3\u00a9",
+    "emoji \U0001f600 and CJK \u732b\u306e\u5199\u771f, 12345 678",
+    "it's they're we've I'm you'll he'd don't",
+    "x" * 300,
+    " ".join(["word"] * 90),
+    "A red cup, " + ", ".join(f"a blue lamp number {i}" for i in range(30)) + ".",
+]
+
+
+@pytest.mark.parametrize("model", ["tiny-clip", "tiny-siglip"])
+def test_the_piece_cache_gives_the_tokenizers_own_ids(model):
+    """PieceTokenizer (each word piece's ids cached) equals open_clip's SimpleTokenizer on
+    every caption: cleaning, unicode, HTML entities, contractions, truncation at the context."""
+    import torch
+
+    from autocomp.scoring.contrastive import PieceTokenizer
+
+    scorer = load_scorer(model, device="cpu")
+    pieces = PieceTokenizer.of(scorer.tokenizer)
+    assert pieces is not None
+    texts = HOSTILE_TEXTS + _color_captions(2)
+    for round_ in range(2):  # cold, then every piece from the cache
+        ids, cut = pieces.rows(texts, scorer.context)
+        want = scorer.tokenizer(texts, context_length=scorer.context)
+        assert torch.equal(ids, want), round_
+        longer = scorer.tokenizer(texts, context_length=scorer.context + 1)[:, -1] != 0
+        assert cut == longer.tolist()
+    assert any(cut) and not all(cut)
+    for text in texts:
+        assert pieces.encode(text) == scorer.tokenizer.encode(text)

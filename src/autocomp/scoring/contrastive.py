@@ -21,7 +21,9 @@ Speed, with the same scores as open_clip's own `encode_text` (tests/scoring/test
   SigLIP tower, which always runs its 64 positions, gets batches of 128 tiny captions instead
   of 256. On a GPU the batch is what a quarter of the free memory holds.
 - Token ids are cached per (tokenizer, caption) in the process, so models with the same
-  tokenizer scored in one process tokenize each caption once.
+  tokenizer scored in one process tokenize each caption once; with open_clip's BPE tokenizer
+  the ids of each word piece are cached too (`PieceTokenizer`: the same ids, about half the
+  tokenizing time, which was 45 % of a tiny tower's scoring at N=3).
 - Captions longer than the context are truncated by the tokenizer, as in every CLIP evaluation;
   `truncated(texts)` says which were, so the score stage counts them instead of hiding them.
 """
@@ -139,6 +141,64 @@ def text_batch_size(device: str, width: int, context: int, default: int) -> int:
     return int(min(4096, max(64, free // 4 // per_caption)))
 
 
+class PieceTokenizer:
+    """open_clip's BPE tokenizer (`SimpleTokenizer`) with the ids of each word piece cached.
+
+    Its `encode` cleans a caption (ftfy, HTML entities, white space, lower case), splits it by
+    its regular expression into pieces and runs byte-level BPE on each piece; the ids of a piece
+    depend on the piece alone. Captions of one benchmark are permutations of a few words, so
+    after the per-caption cleaning and split each piece's ids come from a dict: the same ids as
+    `tokenizer(texts, context_length)` (truncation included: the first `context` ids, the last
+    replaced by end-of-text), at a fraction of the cost (tests/scoring/test_contrastive.py)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.ids: dict[str, list[int]] = {}
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> PieceTokenizer | None:
+        """The cached form of `tokenizer`, or None when it is not open_clip's plain BPE."""
+        from open_clip.tokenizer import SimpleTokenizer
+
+        if type(tokenizer) is not SimpleTokenizer or tokenizer.reduction_fn is not None:
+            return None
+        return cls(tokenizer)
+
+    def _piece(self, piece: str) -> list[int]:
+        tok = self.tokenizer
+        word = "".join(tok.byte_encoder[b] for b in piece.encode("utf-8"))
+        ids = [tok.encoder[bpe] for bpe in tok.bpe(word).split(" ")]
+        if len(self.ids) < TOKEN_CACHE_LIMIT:
+            self.ids[piece] = ids
+        return ids
+
+    def encode(self, text: str) -> list[int]:
+        """`SimpleTokenizer.encode(text)`."""
+        tok, out = self.tokenizer, []
+        for piece in tok.pat.findall(tok.clean_fn(text)):
+            found = self.ids.get(piece)
+            out.extend(found if found is not None else self._piece(piece))
+        return out
+
+    def rows(self, texts: Sequence[str], context: int) -> tuple[Any, list[bool]]:
+        """(ids, cut): the (len(texts), context) ids `tokenizer(texts, context)` returns, and
+        whether each caption was longer than the context."""
+        import numpy as np
+        import torch
+
+        tok = self.tokenizer
+        ids = np.zeros((len(texts), context), dtype=np.int64)
+        cut = []
+        for i, text in enumerate(texts):
+            tokens = [tok.sot_token_id, *self.encode(text), tok.eot_token_id]
+            cut.append(len(tokens) > context)
+            if cut[-1]:
+                tokens = tokens[:context]
+                tokens[-1] = tok.eot_token_id
+            ids[i, : len(tokens)] = tokens
+        return torch.from_numpy(ids), cut
+
+
 class OpenClipScorer(Scorer):
     """Scores (image, caption) pairs with an open_clip model."""
 
@@ -180,6 +240,7 @@ class OpenClipScorer(Scorer):
         self.context = int(self.tokenizer.context_length)
         self.trim = _trimmable(self.model)
         self.tokens = _TOKEN_CACHE.setdefault(tokenizer_key(entry.architecture), {})
+        self.pieces = PieceTokenizer.of(self.tokenizer)
         width = text_width(self.model)
         self.text_batch = text_batch or text_batch_size(
             self.device, width, self.context, batch_size
@@ -196,21 +257,22 @@ class OpenClipScorer(Scorer):
 
     def _tokenize(self, texts: Sequence[str]) -> None:
         """Token ids of every caption not yet cached, and whether the context truncated it."""
-        import torch
-
         todo = [t for t in dict.fromkeys(texts) if t not in self.tokens]
         if not todo:
             return
         if len(self.tokens) + len(todo) > TOKEN_CACHE_LIMIT:
             self.tokens.clear()
-        probe = self.tokenizer(todo, context_length=self.context + 1)
-        pad = self.tokenizer([""], context_length=self.context + 1)[0, -1]
-        cut = probe[:, self.context] != pad
-        ids = probe[:, : self.context].clone()
-        if cut.any():  # the tokenizer's own truncation (it keeps the end-of-text token)
-            rows = torch.nonzero(cut).flatten().tolist()
-            ids[rows] = self.tokenizer([todo[i] for i in rows], context_length=self.context)
-        for text, row, flag in zip(todo, ids, cut.tolist()):
+        if self.pieces is not None:  # open_clip's BPE tokenizer, its pieces cached (exact)
+            ids, cut = self.pieces.rows(todo, self.context)
+        else:
+            probe = self.tokenizer(todo, context_length=self.context + 1)
+            pad = self.tokenizer([""], context_length=self.context + 1)[0, -1]
+            cut = (probe[:, self.context] != pad).tolist()
+            ids = probe[:, : self.context].clone()
+            if any(cut):  # the tokenizer's own truncation (it keeps the end-of-text token)
+                rows = [i for i, flag in enumerate(cut) if flag]
+                ids[rows] = self.tokenizer([todo[i] for i in rows], context_length=self.context)
+        for text, row, flag in zip(todo, ids, cut):
             self.tokens[text] = (row, bool(flag))
 
     def truncated(self, texts: Sequence[str]) -> list[bool]:
