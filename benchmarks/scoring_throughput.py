@@ -12,8 +12,10 @@ Contrastive (Color items at each `--n`: the positive and its N^(2N) - 1 Confusio
 - batched loop (CLIP_benchmark-style): batches of 8 items, images in one batch, the items'
   captions in batches of 256, padded to the full context; no sharing across items;
 - autocomp before length batching: distinct captions once, batches of 256, padded;
-- autocomp, 256 a batch (before #26): the same, text batches of 256 captions whatever their
-  length (SigLIP's 64 positions: 16,384 positions a batch);
+- autocomp, 256 a batch (no cache bound): autocomp with text batches of 256 captions whatever
+  their length (SigLIP's 64 positions: 16,384 positions a batch), the A/B of the cache bound;
+- autocomp, open_clip's tokenizer: autocomp calling open_clip's tokenizer on every caption, the
+  A/B of the word-piece cache (PieceTokenizer);
 - autocomp: `OpenClipScorer.score` (distinct captions once, sorted by length, causal towers cut
   to each batch's longest caption, CPU text batches bounded by the cache).
 Every path's largest score difference from the batched loop and whether every item's
@@ -35,7 +37,7 @@ each speed-up as a fraction of it, and every path's max |diff| against the basel
 
 Usage: python benchmarks/scoring_throughput.py [--items 200] [--n 2 3] [--repeats 3]
        [--contrastive-models tiny-clip tiny-siglip] [--paths per-item batched padded uncapped
-       autocomp] [--skip-generative] [--skip-contrastive] [--image-tokens 576]
+       tokenizer autocomp] [--skip-generative] [--skip-contrastive] [--image-tokens 576]
        [--sweep 8 16 32 64 128] [--sweep-candidates 128]
        [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
 """
@@ -307,6 +309,8 @@ def profile(setup: Setup) -> None:
 def autocomp(scorer, items: list[list[str]], images: list) -> list[list[float]]:
     """autocomp's own path: `OpenClipScorer.score`, every item's candidates in one call."""
     scorer.tokens.clear()  # every run tokenizes afresh, as the baselines do
+    if scorer.pieces is not None:
+        scorer.pieces.ids.clear()  # and learns its word pieces anew
     requests = [ScoreRequest(f"img{k}", c) for k, captions in enumerate(items) for c in captions]
     flat = scorer.score(requests, {f"img{k}": p for k, p in enumerate(images)})
     out, offset = [], 0
@@ -326,11 +330,21 @@ def autocomp_uncapped(scorer, items: list[list[str]], images: list) -> list[list
         scorer.text_positions = saved
 
 
+def autocomp_plain_tokenizer(scorer, items: list[list[str]], images: list) -> list[list[float]]:
+    """autocomp with open_clip's own tokenizer call on every caption (no word-piece cache)."""
+    saved, scorer.pieces = scorer.pieces, None
+    try:
+        return autocomp(scorer, items, images)
+    finally:
+        scorer.pieces = saved
+
+
 CONTRASTIVE_PATHS = {  # short name (--paths): (printed name, path)
     "per-item": ("per-item loop (SugarCrepe-style)", per_item_loop),
     "batched": ("batched loop (CLIP_benchmark-style)", batched_loop),
     "padded": ("autocomp before length batching", padded_distinct),
-    "uncapped": ("autocomp, 256 a batch (before #26)", autocomp_uncapped),
+    "uncapped": ("autocomp, 256 a batch (no cache bound)", autocomp_uncapped),
+    "tokenizer": ("autocomp, open_clip's tokenizer", autocomp_plain_tokenizer),
     "autocomp": ("autocomp", autocomp),
 }
 PEER = "batched loop (CLIP_benchmark-style)"
