@@ -59,13 +59,13 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
     for p in results:
         record = _run_record(p / "run.json")
         models[p.name] = record.get("entry") or {"name": p.name}
-    read = {p: ScoreRun(p).read_predictions() for p in results}  # the run folder's owner
-    empty = [p for p, table in read.items() if not table.num_rows]
+    empty = [p for p in results if not any((p / "predictions").glob("part-*.parquet"))]
     if empty:
         raise UsageError(
             "run", str(empty[0]), "holds no predictions; finish its `autocomp score` first"
         )
-    predictions = pa.concat_tables(read.values(), promote_options="default")
+    read = [ScoreRun(p).read_predictions() for p in results]  # the run folder's owner
+    predictions = pa.concat_tables(read, promote_options="default")
     optional = {name: bench_dir / f"{name}.parquet" for name in ("concepts", "survival")}
     return {
         "run": run,

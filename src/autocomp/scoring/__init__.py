@@ -10,9 +10,11 @@ tiny variants) to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from autocomp.errors import UsageError
 
 if TYPE_CHECKING:
     from autocomp.scoring.registry import ModelEntry
@@ -71,6 +73,28 @@ def load_scorer(
     if batch_size is not None:
         options[BATCH_OPTION[entry.backend]] = batch_size
     return backend_class(entry)(entry, device=device, **options)
+
+
+class LoadFailed(UsageError):
+    """A model that could not be loaded: `score` scores the others, then reports this."""
+
+
+def load_or_fail(
+    load: Callable[..., Scorer],
+    entry: ModelEntry,
+    device: str | None = None,
+    batch_size: int | None = None,
+) -> Scorer:
+    """`load(entry, device, batch_size)` (load_scorer), any failure to load (missing, cut or
+    foreign weights: a SafetensorError, an UnpicklingError, a KeyError in its config) turned
+    into a LoadFailed naming the model."""
+    from autocomp.errors import weights_error
+
+    try:
+        return load(entry, device, batch_size)
+    except Exception as exc:
+        error = exc if isinstance(exc, UsageError) else weights_error("models", entry.name, exc)
+        raise LoadFailed(error.what, error.value, error.fix) from exc
 
 
 def __getattr__(name: str) -> Any:

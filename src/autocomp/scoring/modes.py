@@ -10,7 +10,9 @@
   after its ID (equal width, in a shuffled order: the position-neutral rule), and each option's
   score is its ID's score as the reply.
 
-Every prediction row, in every mode, comes from items.prediction_row.
+Every prediction row, in every mode, comes from items.prediction_row. `score_parts` runs a
+model over what a run folder lacks, chunk by chunk in its mode, one part each (the stage's
+loop); `run_record` is the run.json it is checked against.
 """
 
 from __future__ import annotations
@@ -20,11 +22,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from autocomp import __version__
 from autocomp.config import ScoreConfig
 from autocomp.scoring import Scorer, ScoreRequest, choice
 from autocomp.scoring.images import load_image
-from autocomp.scoring.items import Item, prediction_row, predictions_for, protocols
+from autocomp.scoring.items import (
+    Item,
+    chunks,
+    prediction_row,
+    predictions_for,
+    protocols,
+    stream_items,
+)
 from autocomp.scoring.registry import ModelEntry
+from autocomp.scoring.runstore import StoredRun
+from autocomp.store.catalog.benchmarks import Benchmark
+from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun
+from autocomp.store.tables import provenance
 
 Rows = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # scores rows, prediction rows
 Mode = Callable[[str, list[Item], Callable[[], Scorer], Path | None], Rows]
@@ -149,3 +165,60 @@ def choice_chunk(
                            by_candidate, score_type="choice", options=choice.options_text(shown))
         )  # fmt: skip
     return score_rows, prediction_rows
+
+
+def run_record(entry: ModelEntry, source: Benchmark, config: ScoreConfig) -> dict[str, Any]:
+    """run.json: what a resumed run must match, and what the run was made with."""
+    asked = (
+        {"negatives": config.choice_negatives, "seed": config.choice_seed, "rule": choice.RULE}
+        if config.blind == "choice"
+        else None
+    )
+    return {
+        "model": entry.name, "entry": entry.record(), "benchmark": str(source.path),
+        "benchmark_source": source.source(), "benchmark_sha": source.digest,
+        "benchmark_metadata": source.metadata, "blind": config.blind, "choice": asked,
+        "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
+        "autocomp_version": __version__,
+    }  # fmt: skip
+
+
+def score_parts(
+    entry: ModelEntry,
+    source: Benchmark,
+    run: ScoreRun,
+    record: dict[str, Any],
+    config: ScoreConfig,
+    loader: Callable[[], Scorer],
+    progress: Callable[[int], None] | None,
+    stored: StoredRun | None = None,
+) -> pa.Table:
+    """Score what the checked run folder (or, `stored`, the store's committed parts) lacks,
+    part by part, each chunk in the mode the entry and configuration ask for; write and return
+    the summary. `record` is run.json (run_record); the scorer is loaded at the first item."""
+    done, part = stored.resume() if stored else (run.resume(), run.next_part())
+    todo = (it for it in stream_items(source, config.limit) if it.sample_id not in done)
+    root = Path(config.images) if config.images else None
+    document = provenance(
+        "scores", model=entry.name, entry=entry.record(), benchmark_sha=source.digest,
+        blind=config.blind, choice=record["choice"],
+    )  # fmt: skip
+    mode = mode_for(entry, config)
+    scorer: Scorer | None = None
+
+    def get_scorer() -> Scorer:  # loaded on the first item that can be scored, not before
+        nonlocal scorer
+        scorer = scorer or loader()
+        return scorer
+
+    for chunk in chunks(todo, config.max_candidates):
+        score_rows, prediction_rows = mode(entry.name, chunk, get_scorer, root)
+        run.start(record)
+        run.write_part(part, score_rows, prediction_rows, document)
+        if stored:  # committed before the next part starts (preemption-safe)
+            stored.commit(part)
+        part += 1
+        if progress:
+            progress(len(chunk))
+    run.start(record)
+    return run.write_summary(document, stored.summary() if stored else None)

@@ -8,7 +8,8 @@ model loads (configuration, models, output folder, benchmark, device, mode, ever
 builds each scorer itself with `config.device` and `config.batch_size`, scores each model into
 <out>/<model>/ and writes <out>/summary.parquet; `score_stage`: one model into one run folder
 (fine-tuned checkpoints). Around it: items.py (the item model, judging), modes.py (native,
-per-token, choice), images.py, checks.py, autocomp.store.catalog.runs (the run folder).
+per-token, choice, and the part-by-part loop over a run), images.py, checks.py,
+autocomp.store.catalog.runs (the run folder, failed.json).
 """
 
 from __future__ import annotations
@@ -17,15 +18,12 @@ import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import pyarrow as pa
 
-from autocomp import __version__
 from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
-from autocomp.errors import UsageError, weights_error
-from autocomp.scoring import Scorer, choice, load_scorer
+from autocomp.scoring import LoadFailed, Scorer, load_or_fail, load_scorer
 from autocomp.scoring.checks import (
     check_benchmark,
     check_config,
@@ -33,22 +31,25 @@ from autocomp.scoring.checks import (
     check_mode,
     check_out,
 )
-from autocomp.scoring.items import chunks, stream_items
-from autocomp.scoring.modes import mode_for
+from autocomp.scoring.modes import run_record, score_parts
 from autocomp.scoring.registry import ModelEntry
-from autocomp.scoring.runstore import Results, StoredRun, open_results
+from autocomp.scoring.runstore import Results, open_results
 from autocomp.scoring.specs import parse_specs, resolve_spec
-from autocomp.store.atomic import sweep_stale, write_json
+from autocomp.store.atomic import sweep_stale
 from autocomp.store.catalog.benchmarks import (
     Benchmark,
     check_source,
     open_benchmark,
     resolve_benchmark,
 )
-from autocomp.store.catalog.runs import RUN_FILE, SCORE_FORMAT, ScoreRun, collect_runs
+from autocomp.store.catalog.runs import (
+    ScoreRun,
+    collect_runs,
+    earlier_runs,
+    report_failed,
+)
 from autocomp.store.outputs import output_folder
 from autocomp.store.paths import check_apart
-from autocomp.store.tables import provenance
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -94,7 +95,7 @@ def score(
         else:
             source = resolve_benchmark(str(benchmark), store, out)
         check_benchmark(source, config)
-        runs = [(entry, ScoreRun(out / entry.name, "out"), _record(entry, source, config))
+        runs = [(entry, ScoreRun(out / entry.name, "out"), run_record(entry, source, config))
                 for entry in entries]  # fmt: skip
         published = Results(target, str(results), runs) if target is not None else None
         for _, run, record in runs:
@@ -107,11 +108,13 @@ def score(
             if published and published.reuse(entry.name, run, record, config.limit, source.rows):
                 continue  # a published run is not scored again
             label = f"score {entry.name}" + (f" ({i}/{len(runs)})" if len(runs) > 1 else "")
-            loader = functools.partial(_load, entry, config.device, config.batch_size)
+            loader = functools.partial(
+                load_or_fail, load_scorer, entry, config.device, config.batch_size
+            )
             stored = published.stored.get(entry.name) if published else None
             try:
                 with progress(label, total) if progress else nullcontext() as advance:
-                    _score_run(entry, source, run, record, config, loader, advance, stored)
+                    score_parts(entry, source, run, record, config, loader, advance, stored)
             except LoadFailed as exc:  # the other models are scored; the summary says so
                 failed[entry.name] = exc.fix
                 continue
@@ -120,57 +123,9 @@ def score(
                 made_by = {"stage": "score", "model": entry.name, "benchmark": name}
                 published.publish(entry.name, run, made_by)
         folders = [run.folder for _, run, _ in runs]
-        table = collect_runs(_earlier_runs(out, folders, source.digest) + folders, out)
-        _report_failed(out, failed)
+        table = collect_runs(earlier_runs(out, folders, source.digest) + folders, out)
+        report_failed(out, failed)
         return table
-
-
-FAILED_FILE = "failed.json"  # <out>/failed.json: model -> why it did not load
-
-
-class LoadFailed(UsageError):
-    """A model that could not be loaded: the others are scored, then this is reported."""
-
-
-def _load(entry: ModelEntry, device: str | None, batch_size: int | None) -> Scorer:
-    """The model's scorer; any failure to load it (missing, cut or foreign weights: a
-    SafetensorError, an UnpicklingError, a KeyError in its config) is a LoadFailed."""
-    try:
-        return load_scorer(entry, device, batch_size)
-    except Exception as exc:
-        error = exc if isinstance(exc, UsageError) else weights_error("models", entry.name, exc)
-        raise LoadFailed(error.what, error.value, error.fix) from exc
-
-
-def _earlier_runs(out: Path, folders: list[Path], digest: str) -> list[Path]:
-    """The model folders an earlier call scored into `out` on the same benchmark (so a second
-    call's <out>/summary.parquet keeps them), in name order; this call's are left out."""
-    import json
-
-    found = []
-    for folder in sorted(p for p in out.iterdir() if p.is_dir() and p not in folders):
-        try:
-            record = json.loads((folder / RUN_FILE).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("benchmark_sha") == digest:
-            found.append(folder)
-    return found
-
-
-def _report_failed(out: Path, failed: dict[str, str]) -> None:
-    """<out>/failed.json names the models that failed to load (removed when none did), then
-    one error line names them: the models scored stay, in <out>/summary.parquet."""
-    path = out / FAILED_FILE
-    if not failed:
-        path.unlink(missing_ok=True)
-        return
-    write_json(path, failed)
-    first, reason = next(iter(failed.items()))
-    more = f" (and {len(failed) - 1} more, see {path})" if len(failed) > 1 else ""
-    raise UsageError(
-        "models", first, f"{reason}{more}; the other models are scored in {out / 'summary.parquet'}"
-    )
 
 
 def score_stage(
@@ -193,63 +148,7 @@ def score_stage(
     source = benchmark if isinstance(benchmark, Benchmark) else open_benchmark(benchmark)
     check_images(config)
     check_benchmark(source, config)
-    run, record = ScoreRun(out, "out"), _record(entry, source, config)
+    run, record = ScoreRun(out, "out"), run_record(entry, source, config)
     run.check(record, source.rows)
     loader = loader or functools.partial(load_scorer, entry, config.device, config.batch_size)
-    return _score_run(entry, source, run, record, config, loader, progress)
-
-
-def _record(entry: ModelEntry, source: Benchmark, config: ScoreConfig) -> dict[str, Any]:
-    """run.json: what a resumed run must match, and what the run was made with."""
-    asked = (
-        {"negatives": config.choice_negatives, "seed": config.choice_seed, "rule": choice.RULE}
-        if config.blind == "choice"
-        else None
-    )
-    return {
-        "model": entry.name, "entry": entry.record(), "benchmark": str(source.path),
-        "benchmark_source": source.source(), "benchmark_sha": source.digest,
-        "benchmark_metadata": source.metadata, "blind": config.blind, "choice": asked,
-        "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
-        "autocomp_version": __version__,
-    }  # fmt: skip
-
-
-def _score_run(
-    entry: ModelEntry,
-    source: Benchmark,
-    run: ScoreRun,
-    record: dict[str, Any],
-    config: ScoreConfig,
-    loader: Callable[[], Scorer],
-    progress: Callable[[int], None] | None,
-    stored: StoredRun | None = None,
-) -> pa.Table:
-    """Score what the checked run folder (or, `stored`, the store's committed parts) lacks,
-    part by part; write and return the summary."""
-    done, part = stored.resume() if stored else (run.resume(), run.next_part())
-    todo = (it for it in stream_items(source, config.limit) if it.sample_id not in done)
-    root = Path(config.images) if config.images else None
-    document = provenance(
-        "scores", model=entry.name, entry=entry.record(), benchmark_sha=source.digest,
-        blind=config.blind, choice=record["choice"],
-    )  # fmt: skip
-    mode = mode_for(entry, config)
-    scorer: Scorer | None = None
-
-    def get_scorer() -> Scorer:  # loaded on the first item that can be scored, not before
-        nonlocal scorer
-        scorer = scorer or loader()
-        return scorer
-
-    for chunk in chunks(todo, config.max_candidates):
-        score_rows, prediction_rows = mode(entry.name, chunk, get_scorer, root)
-        run.start(record)
-        run.write_part(part, score_rows, prediction_rows, document)
-        if stored:  # committed before the next part starts (preemption-safe)
-            stored.commit(part)
-        part += 1
-        if progress:
-            progress(len(chunk))
-    run.start(record)
-    return run.write_summary(document, stored.summary() if stored else None)
+    return score_parts(entry, source, run, record, config, loader, progress)

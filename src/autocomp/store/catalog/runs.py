@@ -362,3 +362,36 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             columns.append(pa.nulls(table.num_rows, field.type))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+FAILED_FILE = "failed.json"  # <out>/failed.json: model -> why it did not load
+
+
+def earlier_runs(out: Path, folders: list[Path], digest: str) -> list[Path]:
+    """The model folders an earlier call scored into `out` on the benchmark whose digest is
+    `digest` (so a second call's <out>/summary.parquet keeps them), in name order; `folders`
+    (this call's) are left out."""
+    found = []
+    for folder in sorted(p for p in out.iterdir() if p.is_dir() and p not in folders):
+        try:
+            record = json.loads((folder / RUN_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("benchmark_sha") == digest:
+            found.append(folder)
+    return found
+
+
+def report_failed(out: Path, failed: dict[str, str]) -> None:
+    """<out>/failed.json names the models that failed to load (removed when none did), then
+    one error line names them: the models scored stay, in <out>/summary.parquet."""
+    path = out / FAILED_FILE
+    if not failed:
+        path.unlink(missing_ok=True)
+        return
+    write_json(path, failed)
+    first, reason = next(iter(failed.items()))
+    more = f" (and {len(failed) - 1} more, see {path})" if len(failed) > 1 else ""
+    raise UsageError(
+        "models", first, f"{reason}{more}; the other models are scored in {out / 'summary.parquet'}"
+    )
