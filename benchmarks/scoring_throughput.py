@@ -38,7 +38,7 @@ each speed-up as a fraction of it, and every path's max |diff| against the basel
 Usage: python benchmarks/scoring_throughput.py [--items 200] [--n 2 3] [--repeats 3]
        [--contrastive-models tiny-clip tiny-siglip] [--paths per-item batched padded uncapped
        tokenizer autocomp] [--skip-generative] [--skip-contrastive] [--image-tokens 576]
-       [--sweep 8 16 32 64 128] [--sweep-candidates 128]
+       [--sweep 1 2 4 8 16 32 64] [--sweep-candidates 128]
        [--width 256 --layers 2 --heads 8] [--chunk 128] [--profile]
 """
 
@@ -188,10 +188,13 @@ class Setup:
         runs = interleave(paths, repeats)
         self.baseline_batch = min(batches, key=lambda b: runs[b].median)
         times = ", ".join(f"{b}: {runs[b].median:.2f} s" for b in batches)
+        edge = self.baseline_batch in (min(batches), max(batches)) and len(batches) > 1
         print(
             f"  baseline batch sweep ({len(ids)} candidates, medians of {repeats}; "
             f"{load_text(runs)}): {times} -> batch {self.baseline_batch}"
-        )
+            + (" (at the sweep's edge: widen --sweep, a faster baseline may lie beyond)"
+               if edge and self.baseline_batch != 1 else "")
+        )  # fmt: skip
 
     def paths(self) -> dict[str, Callable[[], list[float]]]:
         scorer, images = self.scorer, {"img": self.image}
@@ -414,7 +417,7 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=128, help="autocomp's generative chunk")
     parser.add_argument("--image-tokens", type=int, default=576, help="generative (a square)")
     parser.add_argument(
-        "--sweep", type=int, nargs="+", default=[8, 16, 32, 64, 128],
+        "--sweep", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64],
         help="generative: the baseline's batch sizes to try",
     )  # fmt: skip
     parser.add_argument("--sweep-candidates", type=int, default=128)
