@@ -7,6 +7,10 @@ never a CLI flag. The CLI prints it with the flag the user typed (autocomp.cli.f
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
+
 
 class UsageError(Exception):
     """Bad input from a user: a flag, a file or a config. The CLI prints it and exits with 2."""
@@ -53,3 +57,28 @@ def weights_error(what: str, weights: str, exc: BaseException) -> UsageError:
         "offline machine, download them into the Hugging Face cache first (HF_HOME); gated "
         "models need HF_TOKEN; or use the tiny profile",
     )
+
+
+class _RaisedAnyway(logging.Filter):
+    """Drops the root logger's ERROR records that start with `prefix` (and nothing else)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and record.getMessage().startswith(self.prefix))
+
+
+@contextlib.contextmanager
+def raised_not_logged(prefix: str = "Failed to download weights") -> Iterator[None]:
+    """open_clip logs "Failed to download weights ..." on the root logger and then raises the
+    same message, which weights_error turns into the one error line: the log record would be a
+    second line saying the same, so it is dropped while open_clip loads a model."""
+    quiet = _RaisedAnyway(prefix)
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)

@@ -184,6 +184,8 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("score-out-contains-bench", 1, [*S, "--model", TINY, "--out", V], ["--out", "benchmark"]),
     ("score-out-inside-images", 1, [*S, "--model", TINY, "--out", V + "/images/scores"], ["--out", "images"]),
     ("ft-out-is-images", 1, [*FT, "--out", V + "/images"], ["--out", "images"]),
+    # weights that cannot load (offline, not cached): one line, and the split it made first goes
+    ("ft-weights-offline", 6, [*FT[:2], "clip-vit-b-16", *FT[3:], "--out", "{out}"], ["--model", "clip-vit-b-16", "weights could not be loaded"]),
     ("ft-out-contains-bench", 1, [*FT, "--out", V], ["--out", "benchmark"]),
     ("ft-split-out-is-bench", 1, ["finetune-split", "--benchmark", V + "/bench_images.parquet", "--out", V + "/bench_images.parquet"], ["--out"]),
     ("audit-export-out-inside-images", 1, ["audit", "export", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--out", V + "/images/study", "--concepts", "1", "--annotators", "1"], ["--out", "images"]),

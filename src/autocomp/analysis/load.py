@@ -66,7 +66,15 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
         )
     read = [ScoreRun(p).read_predictions() for p in results]  # the run folder's owner
     predictions = pa.concat_tables(read, promote_options="default")
-    optional = {name: bench_dir / f"{name}.parquet" for name in ("concepts", "survival")}
+    # beside the benchmark (a published folder), or where the stage verbs write them in a run
+    # folder made by hand (README: run/concepts.parquet, run/curated/survival.parquet)
+    optional = {
+        name: next((p for p in places if p.is_file()), places[0])
+        for name, places in {
+            "concepts": [bench_dir / "concepts.parquet", run / "concepts.parquet"],
+            "survival": [bench_dir / "survival.parquet", run / "curated" / "survival.parquet"],
+        }.items()
+    }
     return {
         "run": run,
         "benchmark": benchmark,

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -116,21 +117,27 @@ def train(
     negative_kind(kind)
     if kind == "confusion":
         check_attribute_family(config.family)
-    if split_file is None:
-        split_file = split(benchmark, Path(out) / "split", config, split_seed)["split"]
-    base = get_model(model)
-    source = as_benchmark(benchmark)
-    mapping = split_mod.read_split(split_file)
-    train_rows = split_mod.rows_of(source, mapping, "train", config)
-    val_rows = split_mod.rows_of(source, mapping, "validation", config)
-    data = {  # content, not paths: a resumed run may see the same files elsewhere
-        "benchmark_sha": source.digest,
-        "split_sha": file_sha256(Path(split_file)),
-    }
-    return finetune(
-        base, train_rows, val_rows, kind, config, seed, out, images_root, device, data, progress,
-        on_checkpoint,
-    )  # fmt: skip
+    fresh = not Path(out).exists()
+    try:
+        if split_file is None:
+            split_file = split(benchmark, Path(out) / "split", config, split_seed)["split"]
+        base = get_model(model)
+        source = as_benchmark(benchmark)
+        mapping = split_mod.read_split(split_file)
+        train_rows = split_mod.rows_of(source, mapping, "train", config)
+        val_rows = split_mod.rows_of(source, mapping, "validation", config)
+        data = {  # content, not paths: a resumed run may see the same files elsewhere
+            "benchmark_sha": source.digest,
+            "split_sha": file_sha256(Path(split_file)),
+        }
+        return finetune(
+            base, train_rows, val_rows, kind, config, seed, out, images_root, device, data,
+            progress, on_checkpoint,
+        )  # fmt: skip
+    except UsageError:  # e.g. weights that do not load: a new run leaves no partial folder
+        if fresh and not any((Path(out) / "state").glob("*")):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def resolve_entry(model: str | Path) -> ModelEntry:

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from autocomp import __version__
 from autocomp.config import FinetuneConfig
-from autocomp.errors import UsageError, shorten
+from autocomp.errors import UsageError, raised_not_logged, shorten, weights_error
 from autocomp.finetune.checkpoint import save_weights, write_registry
 from autocomp.finetune.losses import contrastive_loss
 from autocomp.finetune.sampler import hard_negatives
@@ -84,13 +84,18 @@ def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
         model_cfg = dict(open_clip.get_model_config(arch) or {})
     if quick_gelu:
         model_cfg["quick_gelu"] = True
-    model, _, preprocess = open_clip.create_model_and_transforms(
-        arch,
-        pretrained=resolve_weights(entry),
-        device=device,
-        precision="fp32",
-        **preprocess_options(entry),  # train on what is scored: the registry's preprocessing
-    )
+    pretrained = resolve_weights(entry)
+    try:
+        with raised_not_logged():  # the raise below is the one line
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                arch,
+                pretrained=pretrained,
+                device=device,
+                precision="fp32",
+                **preprocess_options(entry),  # train on what is scored (the registry's)
+            )
+    except (RuntimeError, OSError, ValueError) as exc:  # as the scorer: one line, the way out
+        raise weights_error("model", f"{entry.name} ({arch}/{pretrained})", exc) from exc
     return model, preprocess, open_clip.get_tokenizer(arch), model_cfg
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.devices import select_device
-from autocomp.errors import UsageError, weights_error
+from autocomp.errors import UsageError, raised_not_logged, weights_error
 from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.registry import ModelEntry
 from autocomp.scoring.tokens import TOKEN_CACHE, TOKEN_CACHE_LIMIT, PieceTokenizer, tokenizer_key
@@ -153,13 +153,14 @@ class OpenClipScorer(Scorer):
         precision = "fp16" if entry.dtype == "float16" and self.device != "cpu" else "fp32"
         pretrained = resolve_weights(entry)
         try:
-            model, _, preprocess = open_clip.create_model_and_transforms(
-                entry.architecture,
-                pretrained=pretrained,
-                device=self.device,
-                precision=precision,
-                **preprocess_options(entry),
-            )
+            with raised_not_logged():  # the raise below is the one line
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    entry.architecture,
+                    pretrained=pretrained,
+                    device=self.device,
+                    precision=precision,
+                    **preprocess_options(entry),
+                )
             self.tokenizer = open_clip.get_tokenizer(entry.architecture)
         except (RuntimeError, OSError, ValueError) as exc:
             raise weights_error(
