@@ -75,7 +75,13 @@ def raised_not_logged(prefix: str = "Failed to download weights") -> Iterator[No
     """open_clip logs "Failed to download weights ..." on the root logger and then raises the
     same message, which weights_error turns into the one error line: the log record would be a
     second line saying the same, so it is dropped while open_clip loads a model."""
-    quiet = _RaisedAnyway(prefix)
+    with root_filter(_RaisedAnyway(prefix)):
+        yield
+
+
+@contextlib.contextmanager
+def root_filter(quiet: logging.Filter) -> Iterator[None]:
+    """`quiet` on the root logger (where open_clip logs) for the block, and only then."""
     root = logging.getLogger()
     root.addFilter(quiet)
     try:

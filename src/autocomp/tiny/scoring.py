@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from autocomp.errors import root_filter
 from autocomp.store.atomic import atomic_path
 from autocomp.tiny.common import CHAT_TEMPLATE, build_once, byte_level_tokenizer, cache_dir
 
@@ -33,13 +34,8 @@ class _NoRandomInitWarning(logging.Filter):
 def _quiet_random_init(architecture: str) -> Iterator[None]:
     """Silence open_clip's warning that a tiny model was initialised randomly (logged on the
     root logger), and nothing else, while it builds."""
-    quiet = _NoRandomInitWarning(architecture)
-    root = logging.getLogger()
-    root.addFilter(quiet)
-    try:
+    with root_filter(_NoRandomInitWarning(architecture)):
         yield
-    finally:
-        root.removeFilter(quiet)
 
 
 def register_open_clip_configs() -> None:
