@@ -235,3 +235,28 @@ def test_family_dependent_analyses_select_families_by_kind(fixture_path):
     assert kinds == {"attribute": ["color", "material"], "relation": ["position", "relative_size"]}
     recorded = {"families": {"glass": {"sha256": "x", "config": {"kind": "attribute"}}}}
     assert family_kinds(recorded, ["glass"])["attribute"] == ["glass"]
+
+
+def test_a_hand_made_run_lends_its_stage_tables_only_when_they_belong_to_the_benchmark(tmp_path):
+    """report --run over the README's hand-made layout reads run/concepts.parquet and
+    run/curated/survival.parquet, but only when they are this benchmark's: concepts covering
+    every concept, a curated table holding exactly its samples; another run's are left out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from autocomp.analysis.load import _stage_tables
+
+    bench = pa.table({"sample_id": ["c1/minimal", "c2/minimal"], "concept_id": ["c1", "c2"]})
+    (tmp_path / "curated").mkdir()
+    survival = pa.table({"stage": ["image"], "kept": [2]})
+    pq.write_table(survival, tmp_path / "curated" / "survival.parquet")
+    pq.write_table(bench.select(["sample_id"]), tmp_path / "curated" / "curated.parquet")
+    pq.write_table(pa.table({"concept_id": ["c1", "c2", "c3"]}), tmp_path / "concepts.parquet")
+    found = _stage_tables(tmp_path, tmp_path / "benchmark", bench)
+    assert found["survival"].equals(survival) and found["concepts"].num_rows == 3
+
+    other = pa.table({"sample_id": ["c1/minimal"]})  # another curation: not this benchmark's
+    pq.write_table(other, tmp_path / "curated" / "curated.parquet")
+    pq.write_table(pa.table({"concept_id": ["c1"]}), tmp_path / "concepts.parquet")
+    found = _stage_tables(tmp_path, tmp_path / "benchmark", bench)
+    assert found == {"concepts": None, "survival": None}

@@ -66,22 +66,14 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
         )
     read = [ScoreRun(p).read_predictions() for p in results]  # the run folder's owner
     predictions = pa.concat_tables(read, promote_options="default")
-    # beside the benchmark (a published folder), or where the stage verbs write them in a run
-    # folder made by hand (README: run/concepts.parquet, run/curated/survival.parquet)
-    optional = {
-        name: next((p for p in places if p.is_file()), places[0])
-        for name, places in {
-            "concepts": [bench_dir / "concepts.parquet", run / "concepts.parquet"],
-            "survival": [bench_dir / "survival.parquet", run / "curated" / "survival.parquet"],
-        }.items()
-    }
+    optional = _stage_tables(run, bench_dir, benchmark)
     return {
         "run": run,
         "benchmark": benchmark,
         "predictions": predictions,
         "models": models,
         "meta": source.metadata,
-        **{k: pq.read_table(v) if v.is_file() else None for k, v in optional.items()},
+        **optional,
         "human": _read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
         "human_progress": _human_progress(run / "human" / "audit.json"),
         "judges": {
@@ -89,6 +81,30 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
         },
         "finetune": load_runs(results),  # score runs with finetune.json
     }
+
+
+def _stage_tables(run: Path, bench_dir: Path, benchmark: pa.Table) -> dict[str, Any]:
+    """The concepts and survival tables: beside the benchmark (a published folder), else where
+    the stage verbs write them in a run folder made by hand (README: run/concepts.parquet,
+    run/curated/survival.parquet), and there only when they belong to this benchmark (never
+    another run's): the concepts must cover every concept of the benchmark, and the survival
+    table's curated.parquet must hold exactly the benchmark's samples."""
+    found: dict[str, Any] = {}
+    for name in ("concepts", "survival"):
+        path = bench_dir / f"{name}.parquet"
+        found[name] = pq.read_table(path) if path.is_file() else None
+    concepts, curated = run / "concepts.parquet", run / "curated"
+    if found["concepts"] is None and concepts.is_file() and "concept_id" in benchmark.schema.names:
+        table = pq.read_table(concepts)
+        needed = set(benchmark["concept_id"].to_pylist())
+        if "concept_id" in table.schema.names and needed <= set(table["concept_id"].to_pylist()):
+            found["concepts"] = table
+    survival, table = curated / "survival.parquet", curated / "curated.parquet"
+    if found["survival"] is None and survival.is_file() and table.is_file():
+        samples = pq.read_table(table, columns=["sample_id"])["sample_id"].to_pylist()
+        if sorted(samples) == sorted(benchmark["sample_id"].to_pylist()):
+            found["survival"] = pq.read_table(survival)
+    return found
 
 
 HUMAN_COLUMNS = ("annotator", "sample_id", "task", "answer")
