@@ -36,6 +36,13 @@ class ProtocolError(Exception):
     """An internal invariant of the protocol broke (a bug, never bad input)."""
 
 
+def whole_number(text: str) -> int | None:
+    """`text` as a whole number 0 or more when it is ASCII digits only, else None: the one
+    rule for a number typed inside a value (`color:2`, `render=48`). str.isdigit() also takes
+    '²' (which int() refuses) and '١' (which int() reads as 1)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def shorten(text: str, limit: int = 160) -> str:
     """`text` on one line, cut at a word boundary to at most `limit` characters, with "..."
     when cut ("An error happened while trying to..." rather than "An err")."""

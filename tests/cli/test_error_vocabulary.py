@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from autocomp.cli import flags
+from autocomp.cli.finetune import SUB_VERBS
 from autocomp.cli.main import build_parser, main
 from autocomp.config import PROFILES, SampleConfig, ScoreConfig
 from autocomp.errors import ParameterError, UsageError
@@ -170,8 +171,9 @@ def test_run_level_parameters_read_by_their_flags_and_as_typed(dist, tmp_path, c
 def _verbs() -> dict[str, frozenset[str]]:
     parser = build_parser()
     top = next(a for a in parser._actions if hasattr(a, "choices") and a.dest == "verb")
-    words = [[v] for v in top.choices if v != "audit"]
-    words += [["audit", v] for v in ("export", "serve", "collect", "judge")]
+    groups = {"audit": ("export", "serve", "collect", "judge"), "finetune": SUB_VERBS}
+    words = [[v] for v in top.choices if v not in groups]
+    words += [[group, v] for group, verbs in groups.items() for v in verbs]
     return {" ".join(w): flags.verb_names(parser, w) for w in words}
 
 
@@ -182,7 +184,7 @@ def test_the_default_rule_and_the_exceptions():
     assert flags.flag("caption", "settings") == "--set"
     assert flags.flag("caption", "caption.engine") == "--engine"  # a stage-qualified field
     assert flags.flag("import", "fmt") == "FORMAT"
-    assert flags.flag("finetune-report", "folders") == "--runs"
+    assert flags.flag("finetune report", "folders") == "--runs"
     assert flags.flag("score", "folders") == "--folders"  # VERB_FLAGS: that verb only
 
 

@@ -167,7 +167,7 @@ SUG = [
     "--images",
     V + "/sugar/imgs",
 ]
-FT = ["finetune", "--model", TINY, "--benchmark", V + "/bench_images.parquet", "--images",
+FT = ["finetune", "train", "--model", TINY, "--benchmark", V + "/bench_images.parquet", "--images",
       V + "/images", "--negatives", "swap", "--profile", "tiny"]  # fmt: skip
 SUBMIT = ["submit", "--dist", V + "/dist", "--host", "http://127.0.0.1:9", "--pipeline",
           "generate_benchmark", "--param", "name=b", "--name", "x"]  # fmt: skip
@@ -185,9 +185,9 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("score-out-inside-images", 1, [*S, "--model", TINY, "--out", V + "/images/scores"], ["--out", "images"]),
     ("ft-out-is-images", 1, [*FT, "--out", V + "/images"], ["--out", "images"]),
     # weights that cannot load (offline, not cached): one line, and the split it made first goes
-    ("ft-weights-offline", 6, [*FT[:2], "clip-vit-b-16", *FT[3:], "--out", "{out}"], ["--model", "clip-vit-b-16", "weights could not be loaded"]),
+    ("ft-weights-offline", 6, [*FT[:3], "clip-vit-b-16", *FT[4:], "--out", "{out}"], ["--model", "clip-vit-b-16", "weights could not be loaded"]),
     ("ft-out-contains-bench", 1, [*FT, "--out", V], ["--out", "benchmark"]),
-    ("ft-split-out-is-bench", 1, ["finetune-split", "--benchmark", V + "/bench_images.parquet", "--out", V + "/bench_images.parquet"], ["--out"]),
+    ("ft-split-out-is-bench", 1, ["finetune", "split", "--benchmark", V + "/bench_images.parquet", "--out", V + "/bench_images.parquet"], ["--out"]),
     ("audit-export-out-inside-images", 1, ["audit", "export", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--out", V + "/images/study", "--concepts", "1", "--annotators", "1"], ["--out", "images"]),
     ("report-out-is-run", 1, ["report", "--run", V + "/run", "--out", V + "/run"], ["--out", "run"]),
     ("report-out-inside-run", 1, ["report", "--run", V + "/run", "--out", V + "/run/results/rep"], ["--out", "run"]),
@@ -214,7 +214,7 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("ft-split-wrong-table", 6, [*FT, "--split", V + "/concepts.parquet", "--out", "{out}"], ["--split", "concepts.parquet"]),
     ("ft-k-huge", 6, [*FT, "--k", "100000", "--out", "{out}"], ["--k"]),
     ("ft-steps-neg", 6, [*FT, "--steps", "-3", "--out", "{out}"], ["--steps", "-3"]),
-    ("ft-split-verb-seed", 6, ["finetune-split", "--benchmark", V + "/bench_images.parquet", "--out", "{out}", "--seed", "-1"], ["--seed", "-1"]),
+    ("ft-split-verb-seed", 6, ["finetune", "split", "--benchmark", V + "/bench_images.parquet", "--out", "{out}", "--seed", "-1"], ["--seed", "-1"]),
     ("run-specs-dup", 6, ["run", "--out", "{out}", "--specs", "color:2,color:2"], ["--specs", "color:2"]),
     ("run-specs-dup-spaced", 6, ["run", "--out", "{out}", "--specs", "color:2, color:2"], ["--specs", "color:2"]),
     ("doctor-model-unknown", 6, ["doctor", "--host", "http://127.0.0.1:9", "--model", "gpt-9"], ["--model", "gpt-9"]),
@@ -435,3 +435,94 @@ def test_an_import_counts_what_it_drops(d, tmp_path):
     report = json.loads((out / "import_report.json").read_text())
     dropped = json.dumps(report)
     assert "duplicate id" in dropped and "empty caption" in dropped and "decode" in dropped
+
+
+# ==================================================================== round 3 (issue 34)
+# 9. a number typed inside a value is ASCII digits only (errors.whole_number): superscripts,
+#    other scripts' digits and full-width digits are refused, never int()'s traceback or a
+#    silently different number;
+# 10. a number in an imported file beyond what its column holds (int64) is refused or dropped;
+# 11. a Parquet table damaged in the middle (its footer intact) is refused naming it when its
+#     damaged page is read, and nothing is written;
+# 12. a library's message that holds a line break is printed on one line.
+ODD_DIGITS = {"superscript": "\u00b3", "arabic-indic": "\u0663", "fullwidth": "\uff13"}
+ROUND3: list[tuple[str, int, list[str], list[str]]] = [
+    *[(f"compile-gpu-size-{k}", 9, ["compile", "--out", "{out}", "--gpu-size", f"score={c}"], ["--gpu-size", "step=GB"]) for k, c in ODD_DIGITS.items()],
+    *[(f"run-specs-{k}", 9, ["run", "--out", "{out}", "--specs", f"shape:{c}"], ["--specs", "family:N"]) for k, c in ODD_DIGITS.items()],
+    ("run-specs-mixed-digits", 9, ["run", "--out", "{out}", "--specs", "color:2,position:1\u00b2"], ["--specs", "position"]),
+    ("submit-specs-odd-digit", 9, [*SUBMIT, "--param", "specs=color:\u0662"], ["specs"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, words", [c[2:] for c in ROUND3], ids=[c[0] for c in ROUND3])
+def test_round3_hostile_input_is_one_clean_line(argv, words, d, tmp_path, capsys, monkeypatch):
+    test_hostile_input_is_one_clean_line(argv, words, d, tmp_path, capsys, monkeypatch)
+
+
+def _release_json(path: Path, **item: object) -> Path:
+    base = {"id": 3, "task_type": "color", "num_objects": 2, "objects": ["cube", "sphere"],
+            "attributes": ["red", "blue"], "handmade_caption": "a red cube and a blue sphere",
+            "llm_caption": "a red cube beside a blue sphere"}  # fmt: skip
+    path.write_text(json.dumps([{**base, **item}]))
+    return path
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("id", 2**63, ["item 0", "2^63-1"]),
+        ("id", 7 * 10**40, ["item 0", "whole number"]),
+        ("num_objects", 2**64 + 1, ["no sample could be imported"]),
+    ],
+)
+def test_a_number_beyond_int64_in_a_release_is_one_line(field, value, words, tmp_path, capsys):
+    source = _release_json(tmp_path / "captions.json", **{field: value})
+    (tmp_path / "generated").mkdir()
+    out = tmp_path / "out"
+    code = _call(["import", "autocomp-release", "--source", source, "--images",
+                  tmp_path / "generated", "--out", out])  # fmt: skip
+    _one_line(capsys, code, "--source", *words)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["captions.json", "generated"]
+
+
+def _damaged_in_the_middle(d: Path, path: Path, fill: int, column: str) -> Path:
+    """The concepts table written in many row groups, then a run of bytes in the middle (a data
+    page, or a page header: thrift) overwritten; the footer, read at open, stays intact."""
+    table = pq.read_table(d / "concepts.parquet")
+    pq.write_table(pa.concat_tables([table] * 60), path, row_group_size=16)
+    meta = pq.ParquetFile(path).metadata
+    index = meta.schema.to_arrow_schema().get_field_index(column)
+    chunk = meta.row_group(meta.num_row_groups // 2).column(index)  # in a middle row group
+    start = chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start : start + chunk.total_compressed_size] = bytes([fill]) * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    pq.ParquetFile(path)  # opens: the damage is found only when the middle is read
+    return path
+
+
+@pytest.mark.parametrize("fill", [0x00, 0xAB, 0xFF])
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("column", ["family", "minimal_caption"])  # read first / in batches
+def test_a_table_damaged_in_the_middle_is_refused_naming_it(
+    d, tmp_path, capsys, fill, workers, column
+):
+    source = _damaged_in_the_middle(d, tmp_path / "concepts.parquet", fill, column)
+    out = tmp_path / "bench.parquet"
+    code = _call(["negatives", "--input", source, "--out", out, "--workers", workers])
+    _one_line(capsys, code, "--input", "concepts.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["concepts.parquet"]
+
+
+def test_a_library_message_with_line_breaks_is_printed_on_one_line(monkeypatch, capsys):
+    from autocomp.cli import protocol
+    from autocomp.errors import UsageError
+
+    def broken(args):  # noqa: ANN001, ANN202
+        raise UsageError("input_path", "x\ny", "a reason\nover two lines\r\n and a third")
+
+    monkeypatch.setattr(protocol, "_negatives", broken)
+    parser_run = _call(["negatives", "--input", "a.parquet", "--out", "b.parquet"])
+    err = _one_line(capsys, parser_run, "--input", "a reason over two lines and a third")
+    assert "'x\\ny'" in err  # the value is quoted as Python writes it, its break escaped

@@ -146,6 +146,7 @@ def test_cli_finetune_score_and_report(color_bench, tmp_path, capsys, monkeypatc
         main(
             [
                 "finetune",
+                "train",
                 "--model",
                 "tiny-clip",
                 "--negatives",
@@ -191,7 +192,8 @@ def test_cli_finetune_score_and_report(color_bench, tmp_path, capsys, monkeypatc
         assert (
             main(
                 [
-                    "finetune-score",
+                    "finetune",
+                    "score",
                     "--model",
                     model,
                     "--benchmark",
@@ -210,7 +212,8 @@ def test_cli_finetune_score_and_report(color_bench, tmp_path, capsys, monkeypatc
     assert (
         main(
             [
-                "finetune-report",
+                "finetune",
+                "report",
                 "--runs",
                 *runs,
                 "--checkpoints",
@@ -239,6 +242,7 @@ def test_cli_refuses_bad_input(color_bench, tmp_path, capsys):
     code = main(
         [
             "finetune",
+            "train",
             "--model",
             "tiny-qwen2.5-vl",
             "--negatives",
@@ -255,6 +259,7 @@ def test_cli_refuses_bad_input(color_bench, tmp_path, capsys):
     code = main(
         [
             "finetune",
+            "train",
             "--model",
             "tiny-clip",
             "--negatives",

@@ -125,7 +125,7 @@ def _split(kind, sources, tmp_path):
         fetched = resolve_benchmark(NAME, sources["store"], tmp_path / "cache")
         split(fetched, out, get_profile("tiny").finetune, 0)
     else:
-        argv = ["finetune-split", "--benchmark", str(sources[kind][0]), "--out", str(out),
+        argv = ["finetune", "split", "--benchmark", str(sources[kind][0]), "--out", str(out),
                 "--profile", "tiny"]  # fmt: skip
         assert main(argv) == 0
     evaluation = pq.read_table(out / "evaluation.parquet").select(["sample_id", "caption"])

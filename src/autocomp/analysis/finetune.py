@@ -128,7 +128,7 @@ def write_report(
 
     for folder in folders:
         if not Path(folder).is_dir():
-            raise UsageError("folders", str(folder), "no such folder; give finetune-score outputs")
+            raise UsageError("folders", str(folder), "no such folder; give finetune score outputs")
     if Path(out).exists() and not Path(out).is_dir():
         raise UsageError("out", str(out), "is a file; give a folder")
     out = Path(out)

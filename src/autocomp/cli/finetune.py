@@ -1,11 +1,45 @@
-"""The fine-tuning verbs: finetune (train one checkpoint), finetune-split, finetune-score,
-finetune-report (Table 8), finetune-local (the finetune_models pipeline under kfp.local)."""
+"""The fine-tuning verb group, as `audit` is one: `finetune train` (one checkpoint), `finetune
+split`, `finetune score`, `finetune report` (Table 8) and `finetune local` (the finetune_models
+pipeline under kfp.local). The spellings before the group (`finetune --model ...`,
+`finetune-split`, ...) are kept for one release: `respell` turns them into the new ones and the
+CLI prints a one-line pointer (OLD_SPELLINGS)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+SUB_VERBS = ("train", "split", "score", "report", "local")
+# the old spelling (kept one release) -> the new one
+OLD_SPELLINGS: dict[str, tuple[str, str]] = {
+    "finetune-split": ("finetune", "split"),
+    "finetune-score": ("finetune", "score"),
+    "finetune-report": ("finetune", "report"),
+    "finetune-local": ("finetune", "local"),
+}
+
+
+def respell(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """`argv` in the group's spelling, and a one-line pointer when it used an old one:
+    `finetune-score ...` -> `finetune score ...`; `finetune --model ...` (training before the
+    group) -> `finetune train ...`. Anything else comes back as it is, with no pointer."""
+    args = list(argv)
+    if args and args[0] in OLD_SPELLINGS:
+        new = [*OLD_SPELLINGS[args[0]], *args[1:]]
+    elif args[:1] == ["finetune"] and len(args) > 1 and args[1].startswith("-"):
+        if args[1] in ("-h", "--help"):
+            return args, None
+        new = ["finetune", "train", *args[1:]]
+    else:
+        return args, None
+    old = args[0] if args[0] != "finetune" else "finetune --model ..."
+    note = (
+        f"autocomp: note: `autocomp {old}` is now `autocomp {' '.join(new[:2])}`; the old "
+        "spelling is kept for this release only"
+    )
+    return new, note
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -50,7 +84,7 @@ def _train(args: argparse.Namespace) -> None:
     )
     print(
         f"checkpoint, curve.csv/svg and registry.yaml in {args.out}; score it with "
-        f"`autocomp finetune-score --model {args.out}` or "
+        f"`autocomp finetune score --model {args.out}` or "
         f"`AUTOCOMP_MODEL_REGISTRY={Path(args.out) / 'registry.yaml'} autocomp score "
         f"--model {result.entry}`"
     )
@@ -116,21 +150,39 @@ def _local(args: argparse.Namespace) -> None:
 
 
 def add_parsers(verbs: Any) -> None:
-    """Register the fine-tuning verbs on the CLI's sub-parsers."""
-    from autocomp.config import NEGATIVE_KINDS, PROFILES
+    """Register `finetune` and its sub-verbs on the CLI's sub-parsers."""
+    group = verbs.add_parser(
+        "finetune",
+        help="fine-tune contrastive models on hard negatives (paper A.9, Table 8)",
+        description="train one checkpoint, split a benchmark, score checkpoints, write Table 8, "
+        "or run the finetune_models pipeline under kfp.local (docs/usage/finetune.md)",
+    )
+    sub = group.add_subparsers(dest="finetune_verb", metavar="FINETUNE_VERB", required=True)
+    _train_parser(sub)
+    _split_parser(sub)
+    _score_parser(sub)
+    _report_parser(sub)
+    _local_parser(sub)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--profile",
-            default="paper",
-            choices=list(PROFILES),
-            help="settings: paper (A.9) or tiny (a few CPU steps); default paper",
-        )
-        p.add_argument("--k", type=int, default=None, help="hard negatives per positive")
-        p.add_argument("--steps", type=int, default=None, help="override the profile's steps")
-        p.add_argument("--split-seed", type=int, default=0, help="seed of the concept split")
 
-    p = verbs.add_parser("finetune", help="fine-tune a contrastive model with hard negatives")
+def _common(p: argparse.ArgumentParser) -> None:
+    from autocomp.config import PROFILES
+
+    p.add_argument(
+        "--profile",
+        default="paper",
+        choices=list(PROFILES),
+        help="settings: paper (A.9) or tiny (a few CPU steps); default paper",
+    )
+    p.add_argument("--k", type=int, default=None, help="hard negatives per positive")
+    p.add_argument("--steps", type=int, default=None, help="override the profile's steps")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the concept split")
+
+
+def _train_parser(sub: Any) -> None:
+    from autocomp.config import NEGATIVE_KINDS
+
+    p = sub.add_parser("train", help="fine-tune a contrastive model with hard negatives")
     p.add_argument("--model", required=True, help="registered open_clip model")
     p.add_argument(
         "--benchmark",
@@ -143,16 +195,20 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--split", default=None, help="split table (default: made in OUT/split)")
     p.add_argument("--images", default=None, help="folder the benchmark's image paths are under")
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
-    common(p)
+    _common(p)
     p.set_defaults(run=_train)
 
-    p = verbs.add_parser("finetune-split", help="concept-disjoint train/validation/held-out split")
+
+def _split_parser(sub: Any) -> None:
+    p = sub.add_parser("split", help="concept-disjoint train/validation/held-out split")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True, help="folder for split.parquet, evaluation.parquet")
-    common(p)
+    _common(p)
     p.set_defaults(run=_split)
 
-    p = verbs.add_parser("finetune-score", help="score a checkpoint folder or registered model")
+
+def _score_parser(sub: Any) -> None:
+    p = sub.add_parser("score", help="score a checkpoint folder or registered model")
     p.add_argument("--model", required=True, help="checkpoint folder or registered model name")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True)
@@ -160,8 +216,10 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--device", default=None)
     p.set_defaults(run=_score)
 
-    p = verbs.add_parser("finetune-report", help="Table 8 from fine-tuning score runs")
-    p.add_argument("--runs", nargs="+", required=True, help="finetune-score output folders")
+
+def _report_parser(sub: Any) -> None:
+    p = sub.add_parser("report", help="Table 8 from fine-tuning score runs")
+    p.add_argument("--runs", nargs="+", required=True, help="`finetune score` output folders")
     p.add_argument("--checkpoints", nargs="*", help="checkpoint folders (training curves)")
     p.add_argument(
         "--benchmark", default=None, help="the runs' evaluation benchmark: adds the whole report"
@@ -170,8 +228,12 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.set_defaults(run=_report)
 
-    p = verbs.add_parser(
-        "finetune-local",
+
+def _local_parser(sub: Any) -> None:
+    from autocomp.config import PROFILES
+
+    p = sub.add_parser(
+        "local",
         help="the finetune_models pipeline under kfp.local (tiny: about 4 min on 2 cores)",
         description="finetune_models through kfp.local, with the tiny profile unless --profile "
         "says otherwise; without the benchmark in <out>/store, generate_benchmark makes a tiny one "

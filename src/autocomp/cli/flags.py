@@ -36,7 +36,7 @@ FLAGS: dict[str, str] = {  # library name -> how every verb spells it
     "job_name": "--name",  # submit_package / schedule_package: the run's name
 }
 VERB_FLAGS: dict[str, dict[str, str]] = {  # verb -> its own spellings, over FLAGS
-    "finetune-report": {"folders": "--runs"},  # analysis.finetune.write_report(folders, ...)
+    "finetune report": {"folders": "--runs"},  # analysis.finetune.write_report(folders, ...)
     "plan": {"models": "--models"},  # capacity.plan(models=...): `--models all` as the issue asks
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -67,7 +67,7 @@ def cli_message(verb: str, exc: UsageError, known: Collection[str]) -> str:
     what = exc.what
     if not (isinstance(exc, ParameterError) and "--param" in known):
         what = cli_what(verb, what, known)
-    return f"{what}: {exc.value!r}: {exc.fix}"
+    return f"{' '.join(what.split())}: {exc.value!r}: {' '.join(exc.fix.split())}"  # one line
 
 
 def verb_names(parser: argparse.ArgumentParser, words: Sequence[str]) -> frozenset[str]:

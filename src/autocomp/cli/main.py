@@ -6,7 +6,7 @@ typed, autocomp.cli.flags), argparse's own complaints (one line, not its usage b
 system errors on the paths a user gave. Ctrl-C exits 130 after the stage has removed its partial
 output. A store that stays unreachable after its retries exits 1, also with one line. The verbs
 live in one module per group (protocol, generation, scoring, imports, pipelines, plan, report,
-audit, finetune).
+audit, finetune); `audit` and `finetune` are verb groups (`autocomp finetune score`).
 """
 
 from __future__ import annotations
@@ -84,8 +84,11 @@ def _path_error(exc: OSError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_libraries()
     parser = build_parser()
+    argv, pointer = finetune.respell(sys.argv[1:] if argv is None else argv)
+    if pointer:  # an old spelling, kept one release
+        print(pointer, file=sys.stderr)
     args = parser.parse_args(argv)
-    words = [v for v in (args.verb, getattr(args, "audit_verb", None)) if v]
+    words = [v for v in (args.verb, getattr(args, f"{args.verb}_verb", None)) if v]
     verb = " ".join(words)
     try:
         args.run(args)

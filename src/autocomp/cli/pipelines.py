@@ -12,7 +12,7 @@ from typing import Any
 
 from autocomp.cli.table import format_table
 from autocomp.config import PROFILES
-from autocomp.errors import UsageError
+from autocomp.errors import UsageError, whole_number
 from autocomp.pipelines.plumbing import PIPELINES
 
 
@@ -23,10 +23,11 @@ def _compile(args: argparse.Namespace) -> None:
     target = target_for(args.backend)
     sizes = {}
     for item in args.gpu_sizes:
-        step, sep, gb = item.partition("=")
-        if not sep or not gb.isdigit():
+        step, sep, digits = item.partition("=")
+        gb = whole_number(digits)
+        if not sep or gb is None:
             raise UsageError("gpu_sizes", item, "must look like step=GB, e.g. render=48")
-        sizes[step] = int(gb)
+        sizes[step] = gb
     done = compile_all(
         args.out, args.backend, tuple(args.pull_secrets), sizes, tuple(args.tolerations)
     )

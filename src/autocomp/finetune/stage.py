@@ -75,7 +75,7 @@ def check_values(
     if split_file is not None:
         names = open_parquet(split_file, "split_file").schema_arrow.names
         if names[:2] != ["concept_id", "split"]:
-            fix = "is not a split table (autocomp finetune-split)"
+            fix = "is not a split table (autocomp finetune split)"
             raise UsageError("split_file", str(split_file), fix)
 
 

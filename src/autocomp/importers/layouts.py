@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from autocomp.errors import UsageError
+from autocomp.errors import UsageError, shorten
 from autocomp.importers.sources import TableSource
 
 FAMILIES = {"colors": "color", "relations": "position"}  # label column -> family
@@ -139,12 +139,23 @@ def _strings(value: Any) -> list[str] | None:
     return None
 
 
+INT64_MAX = 2**63 - 1  # the id and num_objects columns are int64
+
+
+def _whole(value: Any) -> int | None:
+    """A JSON value as a whole number 0 to INT64_MAX (what an int64 column holds), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        return None
+    return value
+
+
 def _item_id(file: Path, index: int, item: dict[str, Any]) -> int:
-    value = item.get("id")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    value = _whole(item.get("id"))
+    if value is None:
         raise UsageError(
-            "source", f"{file} item {index}", f"id {value!r} is not a whole number 0 or more "
-            "(its image files are named from it: concept_{id:05d}_handmade.webp)"
+            "source", f"{file} item {index}", f"id {shorten(repr(item.get('id')), 40)} is not a "
+            "whole number from 0 to 2^63-1 (its image files are named from it: "
+            "concept_{id:05d}_handmade.webp)"
         )  # fmt: skip
     return value
 
@@ -177,9 +188,8 @@ def json_rows(file: Path, data: Any) -> pa.Table:
     }  # fmt: skip
     for index, item in enumerate(data):
         ident = _item_id(file, index, item)
-        n = item.get("num_objects")
         columns["id"].append(ident)
-        columns["num_objects"].append(n if isinstance(n, int) and not isinstance(n, bool) else None)
+        columns["num_objects"].append(_whole(item.get("num_objects")))  # None: dropped, counted
         columns["objects"].append(_strings(item.get("objects")))
         columns[labels].append(_strings(item.get("attributes", item.get(labels))))
         for kind in ("handmade", "llm"):

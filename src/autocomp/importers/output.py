@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +58,21 @@ def check_out(out: str | Path, force: bool) -> Path:
     return out
 
 
-def building(out: Path) -> contextlib.AbstractContextManager[Path]:
-    """Yield a temporary folder beside `out`; on success it replaces `out`, on failure it goes."""
-    return atomic_folder(out, replace=True)
+@contextlib.contextmanager
+def building(out: Path, force: bool) -> Iterator[Path]:
+    """Yield a temporary folder beside `out`; on success it becomes `out`, on failure it goes.
+    An existing `out` is replaced only with `force`: without it, the rename refuses a folder
+    that another import finished while this one ran (check_out saw none), so of two imports
+    started together into one new folder without --force exactly one succeeds and the other
+    exits 2, its work discarded."""
+    try:
+        with atomic_folder(out, replace=force) as folder:
+            yield folder
+    except FileExistsError:
+        raise UsageError(
+            "out", str(out), "was written by another import while this one ran; choose a new "
+            "folder, or pass --force to replace it"
+        ) from None  # fmt: skip
 
 
 def locate(root: Path, ref: str, option: str = "images", flat: bool = False) -> Path | None:

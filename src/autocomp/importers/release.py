@@ -343,7 +343,10 @@ def import_release(
         reasons = {**tally.rows_dropped, **tally.samples_dropped}
         top = ", ".join(f"{k}: {v}" for k, v in Counter(reasons).most_common(3)) or "no rows"
         raise UsageError("source", str(source.path), f"no sample could be imported ({top})")
-    with output.building(out) as folder, tempfile.TemporaryDirectory(dir=folder) as work:
+    with (
+        output.building(out, config.force) as folder,
+        tempfile.TemporaryDirectory(dir=folder) as work,
+    ):
         bench = Path(work) / "benchmark.parquet"
         with row_progress("import: candidate sets", len(samples)) as advance:
             _benchmark(samples, config.protocol, bench)

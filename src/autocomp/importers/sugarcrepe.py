@@ -225,7 +225,7 @@ def import_sugarcrepe(
     keys = pa.Table.from_pylist(
         [{"family": r["family"], "n": r["n"], "condition": r["condition"]} for r in rows]
     )
-    with output.building(out) as folder:
+    with output.building(out, config.force) as folder:
         with row_progress("import: images", len(rows)) as advance:
             output.write_parts(_tables(rows, root), folder, len(rows), document, advance)
         output.finish(folder, out.name, keys, document, ABOUT, report)

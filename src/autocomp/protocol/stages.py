@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from autocomp.config import NegativesConfig, SampleConfig
-from autocomp.errors import UsageError
+from autocomp.errors import UsageError, whole_number
 from autocomp.protocol import concepts as concepts_mod
 from autocomp.protocol.binding import BindingError, bind
 from autocomp.protocol.candidate_columns import CaptionRow, candidate_columns
@@ -48,6 +48,8 @@ from autocomp.store.tables import (
     check_output_path,
     open_parquet,
     provenance,
+    read_batches,
+    read_rows,
     require_columns,
     with_metadata,
     write_table,
@@ -399,7 +401,8 @@ def negatives_stage(
         schema = schema.set(
             schema.get_field_index("caption"), pa.field("source_caption", pa.string())
         )
-    names = sorted({str(v) for v in source.read(columns=["family"]).column(0).unique().to_pylist()})
+    families_read = read_rows(source, input_path, "input_path", ["family"]).column(0)
+    names = sorted({str(v) for v in families_read.unique().to_pylist()})
     families = {name: family_record(_table_family(input_path, name)) for name in names}
     out_schema = pa.schema(list(schema) + [pa.field(n, t) for n, t in BENCHMARK_FIELDS])
     document = provenance(
@@ -414,7 +417,7 @@ def negatives_stage(
     text_column = "source_caption" if caption_column == "caption" else caption_column
     batches = (
         (batch.rename_columns(schema.names), i * batch_size)
-        for i, batch in enumerate(source.iter_batches(batch_size=batch_size))
+        for i, batch in enumerate(read_batches(source, input_path, "input_path", batch_size))
     )
     summary = dict.fromkeys(("rows", "swap", "confusion", "vary"), 0)
     job = _Job(text_column, protocol, out, out_schema, document)  # (check_output_path swept)
@@ -500,12 +503,13 @@ def parse_specs(specs: str) -> list[tuple[str, int]]:
     """ "color:2,position:3" -> [("color", 2), ("position", 3)]."""
     out = []
     for item in (s.strip() for s in specs.split(",") if s.strip()):
-        name, sep, n = item.partition(":")
-        if not sep or not n.isdigit():
+        name, sep, digits = item.partition(":")
+        n = whole_number(digits)
+        if not sep or n is None:
             raise UsageError("specs", item, "must look like family:N, e.g. color:2,position:3")
-        if (name, int(n)) in out:  # the same concepts twice: their ids (and files) collide
+        if (name, n) in out:  # the same concepts twice: their ids (and files) collide
             raise UsageError("specs", item, "is given twice; name each family:N once")
-        out.append((name, int(n)))
+        out.append((name, n))
     if not out:
         raise UsageError("specs", specs, "names no family:N pair")
     return out

@@ -14,7 +14,7 @@ Column schemas are documented where they are defined, in store/catalog/schemas.p
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp import __version__
-from autocomp.errors import UsageError
+from autocomp.errors import UsageError, shorten
 from autocomp.store.atomic import atomic_path, sweep_stale
 from autocomp.store.outputs import check_output, check_writable
 
@@ -60,7 +60,8 @@ def open_parquet(path: str | Path, option: str = "path") -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
-        raise UsageError(option, str(path), f"is not a readable Parquet file ({exc})") from exc
+        problem = f"is not a readable Parquet file ({shorten(str(exc))})"
+        raise UsageError(option, str(path), problem) from exc
 
 
 def read_parquet(
@@ -71,7 +72,7 @@ def read_parquet(
     try:
         return pq.read_table(path, columns=list(columns) if columns is not None else None)
     except (OSError, pa.ArrowException) as exc:
-        problem = f"is not a readable Parquet file ({exc})"
+        problem = f"is not a readable Parquet file ({shorten(str(exc))})"
         raise UsageError(option, str(path), f"{problem}; {fix}" if fix else problem) from exc
 
 
@@ -94,10 +95,28 @@ def read_rows(
     try:
         return source.read(columns=list(columns) if columns is not None else None)
     except (OSError, pa.ArrowException) as exc:
-        problem = " ".join(str(exc).split())[:160]
-        raise UsageError(
-            option, str(path), f"holds damaged data ({problem}); re-create it"
-        ) from None
+        raise _damaged(option, path, exc) from None
+
+
+def _damaged(option: str, path: str | Path, exc: Exception) -> UsageError:
+    problem = shorten(str(exc))
+    return UsageError(option, str(path), f"holds damaged data ({problem}); re-create it")
+
+
+def read_batches(
+    source: pq.ParquetFile, path: str | Path, option: str, batch_size: int
+) -> Iterator[pa.RecordBatch]:
+    """The table's rows in batches, as they are read; a page damaged mid-file (found only when
+    its batch is decoded) is a usage error naming the file, as read_rows says it."""
+    batches = source.iter_batches(batch_size=batch_size)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (OSError, pa.ArrowException) as exc:
+            raise _damaged(option, path, exc) from None
+        yield batch
 
 
 def check_output_path(

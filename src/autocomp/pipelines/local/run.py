@@ -2,7 +2,7 @@
 offline profile unless told otherwise. One runner (`LocalRun`) for all three pipelines:
 
 - `run_local` (`autocomp run`, `make demo`): generate_benchmark then evaluate_models;
-- `run_finetune_local` (`autocomp finetune-local`): generate_benchmark (when the store does not
+- `run_finetune_local` (`autocomp finetune local`): generate_benchmark (when the store does not
   hold the benchmark yet) then finetune_models.
 
 The same pipeline definitions as on the cluster (built with cluster=False: no images, no

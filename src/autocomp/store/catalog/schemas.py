@@ -214,7 +214,7 @@ SPLIT_SCHEMA = pa.schema(
         ("split", pa.string()),  # train | validation | heldout
     ]
 )
-"""split.parquet (`autocomp finetune-split`): every source concept and its split."""
+"""split.parquet (`autocomp finetune split`): every source concept and its split."""
 
 CURVE_SCHEMA = pa.schema(
     [
