@@ -1,6 +1,7 @@
-"""Every ```sh / ```bash block of README.md and docs/*.md runs as written.
+"""Every ```sh / ```bash block of README.md, docs/usage/*.md and docs/*.md runs as written.
 
-The blocks run in document order (README.md, then docs/*.md by name) in one fresh folder, the
+The blocks run in reading order (README.md, the usage pages in the order README links them,
+USAGE, then docs/*.md by name) in one fresh folder, the
 state a reader is in who follows the pages from the top: a `.venv` there is this test's Python
 environment (what `make install` makes) and each block runs in bash with `set -e` after
 `. .venv/bin/activate`, offline (HF_HUB_OFFLINE=1). Two rewrites make a block runnable on a
@@ -29,7 +30,13 @@ import pyarrow.parquet as pq
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# the usage pages in the README's order: a later page uses what an earlier one made
+USAGE = ["benchmark", "scoring", "import", "report", "finetune", "audit", "cluster"]
+DOCS = [
+    ROOT / "README.md",
+    *(ROOT / "docs" / "usage" / f"{name}.md" for name in USAGE),
+    *sorted((ROOT / "docs").glob("*.md")),
+]
 BLOCK = re.compile(r"^```(?:sh|bash)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 # hub models the blocks name -> the tiny random-weight model of the same backend
@@ -40,31 +47,39 @@ TINY = {
     "gemma-3-12b-it": "tiny-llava",
 }
 # verbs whose --profile defaults to paper (Gemma / SD3.5 / Grounding DINO, A.9's step count)
-PROFILED = re.compile(r"\bautocomp (caption|render|validate|finetune)(?= )")
+PROFILED = re.compile(r"\bautocomp (caption|render|validate|finetune train)(?= )(?! --profile)")
 
 # (page, the block's first line) -> why it does not run here
 SKIP = {
-    ("README.md", "make install"): "make install needs PyPI (a fresh clone); make demo runs "
-    "kfp.local for minutes (tests/pipelines runs it); make test is this suite",
-    ("README.md", "autocomp score --out runs/scores --benchmark run-1 --store s3://bench"): "a "
+    ("README.md", "make demo"): "make demo runs kfp.local for minutes (tests/pipelines runs "
+    "it); make test is this suite",
+    ("docs/usage/scoring.md", "autocomp score --out runs/scores --benchmark run-1 --store"): "a "
     "synopsis: its [optional] flags are not arguments and it needs an S3 store holding run-1 "
     "(tests/scoring/test_score_entry.py scores from a store)",
-    ("README.md", "autocomp import autocomp-release --source release/"): "needs the downloaded "
-    "Auto-Comp release, SugarCrepe and COCO val2017 (network); tests/importers build each layout",
-    ("README.md", "autocomp report --run runs/demo"): "needs `make demo`'s run (kfp.local, "
-    "minutes) and an S3 store; the report of a run made here runs in the generation block",
-    ("README.md", "autocomp finetune-local --out runs/finetune"): "kfp.local for minutes "
-    "(tests/pipelines and tests/finetune run the pipeline)",
-    ("README.md", "autocomp audit export --benchmark store/benchmarks/run-1"): "needs a published "
-    "benchmark with accepted samples, annotators answering in a browser (serve is a server) and "
-    "a second VQA model; tests/audit runs each verb",
+    ("docs/usage/import.md", "autocomp import autocomp-release --source release/"): "needs the "
+    "downloaded Auto-Comp release, SugarCrepe and COCO val2017 (network); tests/importers build "
+    "each layout",
+    ("docs/usage/import.md", "autocomp import sugarcrepe --source sugarcrepe/"): "needs "
+    "SugarCrepe and COCO val2017 (network); tests/analysis/test_report_sources.py reports on an "
+    "import",
+    ("docs/usage/report.md", "autocomp report --run runs/demo"): "needs `make demo`'s run "
+    "(kfp.local, minutes) and an S3 store; the report of a run made here runs in the tour",
+    ("docs/usage/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for "
+    "minutes (tests/pipelines and tests/finetune run the pipeline)",
+    ("docs/usage/audit.md", "autocomp audit export --benchmark store/benchmarks/run-1"): "needs a "
+    "published benchmark with accepted samples, annotators answering in a browser (serve is a "
+    "server) and a second VQA model; tests/audit runs each verb",
+    ("docs/usage/audit.md", "autocomp audit export --benchmark runs/demo/benchmark"): "needs "
+    "`make demo`'s run and annotators in a browser (serve is a server); tests/audit runs each verb",
     ("README.md", "make images push AUTOCOMP_IMAGE_REGISTRY=registry.example.com/ml"): "a cluster: "
     "buildah/Docker, a registry, kubectl and a Kubeflow endpoint",
-    ("cluster.md", "# 1. autocomp's ServiceAccount + RBAC"): "a cluster (kubectl, Kubeflow)",
-    ("finetune.md", "autocomp finetune-local --out runs/finetune"): "kfp.local for minutes "
+    ("docs/usage/cluster.md", "make images push AUTOCOMP_IMAGE_REGISTRY="): "a cluster: "
+    "buildah/Docker, a registry, kubectl and a Kubeflow endpoint",
+    ("docs/cluster.md", "# 1. autocomp's ServiceAccount + RBAC"): "a cluster (kubectl, Kubeflow)",
+    ("docs/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for minutes "
     "(tests/pipelines and tests/finetune run the pipeline)",
-    ("generation.md", "python benchmarks/generation_throughput.py --profile paper"): "a CUDA GPU "
-    "and the paper's architectures",
+    ("docs/generation.md", "python benchmarks/generation_throughput.py --profile paper"): "a CUDA "
+    "GPU and the paper's architectures",
 }
 
 
@@ -98,8 +113,8 @@ def _published(folder: Path) -> None:
 
 # (page, first line of the block) -> what the reader has brought before it
 FIXTURES: dict[tuple[str, str], Callable[[Path], None]] = {
-    ("README.md", "autocomp negatives --input concepts.parquet"): _images,
-    ("finetune.md", "# one checkpoint"): _published,
+    ("docs/usage/benchmark.md", "autocomp negatives --input concepts.parquet"): _images,
+    ("docs/finetune.md", "# one checkpoint"): _published,
 }
 
 
@@ -109,7 +124,7 @@ def blocks() -> list[tuple[str, str, str]]:
     for page in DOCS:
         for match in BLOCK.finditer(page.read_text(encoding="utf-8")):
             text = match.group(1)
-            found.append((page.name, text.strip().splitlines()[0], text))
+            found.append((str(page.relative_to(ROOT)), text.strip().splitlines()[0], text))
     return found
 
 
@@ -132,11 +147,29 @@ def test_every_skip_and_fixture_names_a_block():
             assert any(p == page and f.startswith(prefix) for p, f in keys), (page, prefix)
 
 
+def test_every_usage_page_is_read_in_order():
+    pages = {p.stem for p in (ROOT / "docs" / "usage").glob("*.md")}
+    assert pages == set(USAGE), pages ^ set(USAGE)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = re.findall(r"\(docs/usage/([a-z]+)\.md\)", readme)
+    assert list(dict.fromkeys(linked)) == USAGE  # the README links them in reading order
+
+
+def test_the_readme_stays_short():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 160
+
+
 def test_the_rewrites_are_only_models_and_profiles():
-    line = "autocomp finetune --model clip-vit-b-16 --out x; autocomp finetune-score --model a"
+    line = (
+        "autocomp finetune train --model clip-vit-b-16 --out x; autocomp finetune score --model a"
+    )
     assert runnable(line) == (
-        "autocomp finetune --profile tiny --model tiny-clip --out x; "
-        "autocomp finetune-score --model a"
+        "autocomp finetune train --profile tiny --model tiny-clip --out x; "
+        "autocomp finetune score --model a"
+    )
+    assert (
+        runnable("autocomp render --profile tiny --out r")
+        == "autocomp render --profile tiny --out r"
     )
     assert runnable("--model clip-vit-b-16-ft-confusion-k3-s0") == (
         "--model tiny-clip-ft-confusion-k3-s0"
@@ -174,6 +207,7 @@ def test_every_command_block_runs_as_written(tmp_path):
     # the reader's own images were scored, not failed as missing
     predictions = pq.read_table(folder / "runs" / "scores" / "tiny-clip" / "predictions")
     assert predictions.num_rows and not any(predictions.column("failed").to_pylist())
-    # report went into the run, not ./report
+    # report went into the run, not ./report; the tour's too
     assert (folder / "run" / "report" / "index.html").is_file()
+    assert (folder / "tour" / "report" / "index.html").is_file()
     assert not (folder / "report").exists()

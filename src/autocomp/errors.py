@@ -54,15 +54,25 @@ def shorten(text: str, limit: int = 160) -> str:
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.") + "..."
 
 
-def weights_error(what: str, weights: str, exc: BaseException) -> UsageError:
+WITH_PROFILE = "or use --profile tiny (random weights, no download)"
+WITHOUT_PROFILE = (
+    "or choose a model whose weights need no download (`autocomp models`: the tiny-* ones, "
+    "random weights)"
+)
+
+
+def weights_error(
+    what: str, weights: str, exc: BaseException, instead: str = WITH_PROFILE
+) -> UsageError:
     """The one message for weights that could not be loaded (offline machine, gated model,
-    wrong id): names the model and its weights, the cause, and the ways out."""
+    wrong id): names the model and its weights, the cause, and the ways out (`instead`: the
+    last one, as the verb that loads them can take it: a profile, or another model)."""
     return UsageError(
         what,
         weights,
         f"weights could not be loaded ({type(exc).__name__}: {shorten(str(exc))}); on an "
         "offline machine, download them into the Hugging Face cache first (HF_HOME); gated "
-        "models need HF_TOKEN; or use the tiny profile",
+        f"models need HF_TOKEN; {instead}",
     )
 
 

@@ -25,8 +25,11 @@ def test_items_become_one_negative_rows(sugarcrepe, tmp_path):
     part = tmp_path / "out" / "data" / "test-00000-of-00001.parquet"
     rows = pq.read_table(part).to_pylist()
     assert [r["sample_id"] for r in rows] == [
-        "sugarcrepe-replace_att/0", "sugarcrepe-replace_att/1", "sugarcrepe-swap_obj/7",
-    ]  # fmt: skip
+        "sugarcrepe-replace_att-0/contextual",
+        "sugarcrepe-replace_att-1/contextual",
+        "sugarcrepe-swap_obj-7/contextual",
+    ]  # fmt: skip  (each item is its own concept: the unit the report's intervals resample)
+    assert [r["concept_id"] for r in rows] == [r["sample_id"][: -len("/contextual")] for r in rows]
     swap = rows[2]
     item = SUGARCREPE["swap_obj"]["7"]
     assert swap["family"] == "sugarcrepe-swap_obj" and swap["n"] == 0

@@ -55,10 +55,11 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
     results = sorted(p for p in (run / "results").glob("*") if (p / "predictions").is_dir())
     if not results:
         raise UsageError(option, str(run), "holds no results/<model>/ score outputs")
-    models = {}
+    models, weights = {}, {}
     for p in results:
         record = _run_record(p / "run.json")
         models[p.name] = record.get("entry") or {"name": p.name}
+        weights[p.name] = record.get("weights") or {}  # random or trained (autocomp.tiny)
     empty = [p for p in results if not any((p / "predictions").glob("part-*.parquet"))]
     if empty:
         raise UsageError(
@@ -72,6 +73,7 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
         "benchmark": benchmark,
         "predictions": predictions,
         "models": models,
+        "weights": weights,
         "meta": source.metadata,
         **optional,
         "human": _read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
@@ -85,7 +87,7 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
 
 def _stage_tables(run: Path, bench_dir: Path, benchmark: pa.Table) -> dict[str, Any]:
     """The concepts and survival tables: beside the benchmark (a published folder), else where
-    the stage verbs write them in a run folder made by hand (README: run/concepts.parquet,
+    the stage verbs write them in a run folder made by hand (docs/usage: run/concepts.parquet,
     run/curated/survival.parquet), and there only when they belong to this benchmark (never
     another run's): the concepts must cover every concept of the benchmark, and the survival
     table's curated.parquet must hold exactly the benchmark's samples."""

@@ -101,7 +101,9 @@ def _row_keys(rows: list[dict], layout: Layout) -> list[tuple[str, str]]:
 
 
 def _accuracy_cell(r: dict | None) -> Cell:
-    return Cell() if r is None else Cell(r["accuracy"], r["ci_low"], r["ci_high"])
+    if r is None:
+        return Cell()
+    return Cell(r["accuracy"], r["ci_low"], r["ci_high"], items=r.get("items"))
 
 
 def _chance_row(rows: list[dict], keys: list[tuple], key_of: KeyOf) -> Row:
@@ -297,7 +299,9 @@ def delta_tables(deltas: pa.Table, layout: Layout, scope: Scope | None = None) -
                 if r is None:
                     cells.append(Cell())
                 elif part == "Δ":
-                    cells.append(Cell(r["delta"], r["ci_low"], r["ci_high"], signed=True))
+                    cells.append(
+                        Cell(r["delta"], r["ci_low"], r["ci_high"], True, items=r.get("concepts"))
+                    )
                 else:
                     cells.append(Cell(r[fields[part]]))
             label = model + ROW_SUFFIX.get(score_type, f" ({score_type})")
@@ -306,9 +310,9 @@ def delta_tables(deltas: pa.Table, layout: Layout, scope: Scope | None = None) -
             WideTable(
                 name=f"paper_table6_n{n}",
                 title=f"Table 6: Contextual minus Minimal on the paired set, N={n}",
-                note="Accuracy (%) on the concepts whose Minimal and Contextual samples both "
-                "passed validation; Δ = Contextual - Minimal in percentage points with its 95 % "
-                "paired-bootstrap interval (negative: context hurts). McNemar p-values are in "
+                note=f"Accuracy (%) on the concepts {_paired_set(scope)}; Δ = Contextual - "
+                "Minimal in percentage points with its 95 % paired-bootstrap interval "
+                "(negative: context hurts). McNemar p-values are in "
                 "context_deltas.csv.",
                 columns=columns,
                 rows=tuple(out),
@@ -448,3 +452,11 @@ def paper_tables(
         if not found:
             notes.append(missing)
     return out, notes
+
+
+def _paired_set(scope: Scope | None) -> str:
+    """What the paired set is on this benchmark: without verdicts (an import), every concept
+    with both samples; never "passed validation" where nothing was validated."""
+    if scope is None or scope.validated:
+        return "whose Minimal and Contextual samples both passed validation"
+    return "with both a Minimal and a Contextual sample (the benchmark records no validation)"

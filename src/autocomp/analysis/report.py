@@ -142,7 +142,7 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
     and what it was computed on)."""
     bench, pred = data["benchmark"], data["predictions"]
     kinds = family_kinds(data["meta"], bench.column("family").unique().to_pylist())
-    scope = scope_of(bench, kinds, data["meta"])
+    scope = scope_of(bench, kinds, data["meta"], data.get("weights"))
     data["scope"] = scope
     data["layout"] = layout_of(data["models"], kinds)
     bases = {name: m.get("base_model") for name, m in data["models"].items() if m.get("base_model")}

@@ -1,7 +1,8 @@
 """What a table or figure was computed on, when that is not the accepted benchmark.
 
-The rule (docs: README "Report"): every table and figure states, visibly and next to itself,
-what it was computed on whenever that differs from the accepted benchmark:
+The rule (docs/usage/report.md, "What it was computed on"): every table and figure states,
+visibly and next to itself, what it was computed on whenever that differs from the accepted
+benchmark:
 - rejected samples kept (`accepted` = false; the tiny profile keeps them to run the rest): the
   numbers include samples validation refused;
 - fallback Contextual captions (`caption_status` = "fallback", or a Contextual caption equal to its
@@ -49,6 +50,7 @@ class Scope:
     single_set: set[str] = field(default_factory=set)  # families whose Swap set = Confusion set
     imported: str | None = None  # the importer that made the benchmark, if any
     validated: bool = True  # the benchmark has an `accepted` column
+    random_weights: dict[str, str] = field(default_factory=dict)  # model -> how (run.json)
 
     # ------------------------------------------------------------------ selection
 
@@ -117,6 +119,7 @@ class Scope:
                     False,
                 )
             )
+        lines += [(line, True) for line in weights_lines(self.random_weights)]
         caveats = caveat_lines(samples, compare=True, scope="in this benchmark")
         lines += [(line, True) for line in caveats]
         if caveats:
@@ -175,6 +178,20 @@ def caveat_lines(samples: list[Sample], compare: bool = False, scope: str = "her
     return out
 
 
+def weights_lines(random_weights: dict[str, str]) -> list[str]:
+    """The caveat of models whose weights are random (run.json `weights`, as autocomp.tiny
+    records the models it builds): their numbers show the machinery, not a model."""
+    if not random_weights:
+        return []
+    names = ", ".join(sorted(random_weights))
+    hows = sorted(set(random_weights.values()))
+    how = hows[0] if len(hows) == 1 else "random or fine-tuned from random weights"
+    return [
+        f"The weights of {names} are {how}: their accuracies show the machinery at work, not "
+        "what a model can do."
+    ]
+
+
 def single_set_families(benchmark: pa.Table) -> set[str]:
     """Families whose every Confusion negative is a Swap negative (Swap = Confusion: an imported
     one-negative set), from `swap_in_confusion` and `confusion_arrangements`."""
@@ -189,8 +206,14 @@ def single_set_families(benchmark: pa.Table) -> set[str]:
     return {f for f, s in same.items() if s}
 
 
-def scope_of(benchmark: pa.Table, kinds: dict[str, list[str]], meta: dict[str, Any]) -> Scope:
-    """The scope of a run's benchmark (`kinds`: family_kinds of the run)."""
+def scope_of(
+    benchmark: pa.Table,
+    kinds: dict[str, list[str]],
+    meta: dict[str, Any],
+    weights: dict[str, dict[str, Any]] | None = None,
+) -> Scope:
+    """The scope of a run's benchmark (`kinds`: family_kinds of the run; `weights`: each
+    model's run.json `weights`, how its weights were made)."""
     names = set(benchmark.column_names)
     wanted = [
         c
@@ -236,4 +259,5 @@ def scope_of(benchmark: pa.Table, kinds: dict[str, list[str]], meta: dict[str, A
         single_set_families(benchmark),
         meta.get("imported"),
         "accepted" in names,
+        {m: w.get("how", "random") for m, w in (weights or {}).items() if w.get("random")},
     )

@@ -22,6 +22,9 @@ from itertools import groupby
 MISSING = "–"
 
 
+FEW_ITEMS = 30  # a value resting on fewer items shows their count beside its interval
+
+
 @dataclass(frozen=True)
 class Cell:
     """One value: a fraction shown in percent (with its interval), or a count."""
@@ -34,6 +37,7 @@ class Cell:
     count: int | None = None  # a plain count instead of a fraction
     of: int | None = None  # with count: out of how many ("49/50")
     decimals: int | None = None  # a plain number (Cohen's kappa 0.92), not a percent
+    items: int | None = None  # the items (or concepts) the value rests on: shown when few
 
     @property
     def text(self) -> str:
@@ -48,7 +52,9 @@ class Cell:
         """ "[low, high]" in percent, or "" without an interval."""
         if _missing(self.low) or _missing(self.high):
             return ""
-        return f"[{percent(self.low, self.signed)}, {percent(self.high, self.signed)}]"
+        few = self.items is not None and self.items < FEW_ITEMS
+        count = f" {self.items:,} item{'s' * (self.items != 1)}" if few else ""
+        return f"[{percent(self.low, self.signed)}, {percent(self.high, self.signed)}]{count}"
 
 
 @dataclass(frozen=True)

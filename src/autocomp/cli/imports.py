@@ -62,7 +62,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "import", help="write a benchmark autocomp did not make as a benchmark folder"
     )
     p.add_argument("format", metavar="FORMAT", help="autocomp-release or sugarcrepe")
-    p.add_argument("--source", required=True, help="the release's files (see README: Import)")
+    p.add_argument("--source", required=True, help="the release's files (docs/usage/import.md)")
     p.add_argument("--out", required=True, help="benchmark folder to write (must not exist)")
     p.add_argument("--images", default=None, help="folder the source's image file names are under")
     p.add_argument(

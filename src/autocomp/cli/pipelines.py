@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autocomp.cli.table import format_table
+from autocomp.cli.table import format_table, random_weights_note
 from autocomp.config import PROFILES
 from autocomp.errors import UsageError, whole_number
 from autocomp.pipelines.plumbing import PIPELINES
@@ -162,6 +162,8 @@ def _run(args: argparse.Namespace) -> None:
     print(f"results:   {out / 'results'} (score runs; `autocomp report --run {out}` reads both)")
     print(f"logs:      {out / 'logs'}")
     print(f"report:    {out / 'report' / 'index.html'}")
+    for line in random_weights_note(sorted((out / "results").iterdir())):
+        print(line)
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:

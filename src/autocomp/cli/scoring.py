@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autocomp.cli.table import format_table
+from autocomp.cli.table import format_table, random_weights_note
 from autocomp.config import ScoreConfig
 from autocomp.errors import UsageError
 
@@ -53,6 +53,9 @@ def _score(args: argparse.Namespace) -> None:
         f"paper protocol shown; every protocol in {out / 'summary.parquet'}; scores, predictions "
         f"and run.json per model in {out}/<model>/"
     )
+    models = dict.fromkeys(summary.column("model").to_pylist()) if summary.num_rows else {}
+    for line in random_weights_note(out / str(m) for m in models):
+        print(line)
 
 
 def _print_summary(summary: pa.Table) -> None:

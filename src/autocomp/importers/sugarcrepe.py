@@ -39,6 +39,7 @@ from autocomp.config import ImportConfig
 from autocomp.errors import UsageError
 from autocomp.importers import output
 from autocomp.progress import row_progress
+from autocomp.store.catalog.ids import sample_id
 from autocomp.store.catalog.schemas import SUGARCREPE_SCHEMA
 from autocomp.store.tables import provenance
 
@@ -119,7 +120,11 @@ def row(category: str, key: str, item: dict[str, str], protocol: str) -> dict[st
     """The benchmark row of one item (without its image)."""
     negative = item["negative_caption"]
     return {
-        "sample_id": f"sugarcrepe-{category}/{key}", "family": f"sugarcrepe-{category}", "n": 0,
+        # each item is its own concept (the unit the report's intervals resample): the sample id
+        # is <concept_id>/<condition> as for every benchmark (store/catalog/ids.py)
+        "concept_id": f"sugarcrepe-{category}-{key}",
+        "sample_id": sample_id(f"sugarcrepe-{category}-{key}", "contextual"),
+        "family": f"sugarcrepe-{category}", "n": 0,
         "condition": "contextual", "paired": False, "category": category, "item_id": str(key),
         "filename": item["filename"], "negative_caption": negative, "caption": item["caption"],
         "caption_rewritten": False, "protocol": protocol,

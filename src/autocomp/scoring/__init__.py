@@ -88,12 +88,16 @@ def load_or_fail(
     """`load(entry, device, batch_size)` (load_scorer), any failure to load (missing, cut or
     foreign weights: a SafetensorError, an UnpicklingError, a KeyError in its config) turned
     into a LoadFailed naming the model."""
-    from autocomp.errors import weights_error
+    from autocomp.errors import WITHOUT_PROFILE, weights_error
 
     try:
         return load(entry, device, batch_size)
     except Exception as exc:
-        error = exc if isinstance(exc, UsageError) else weights_error("models", entry.name, exc)
+        error = (
+            exc
+            if isinstance(exc, UsageError)
+            else weights_error("models", entry.name, exc, WITHOUT_PROFILE)
+        )
         raise LoadFailed(error.what, error.value, error.fix) from exc
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.devices import select_device
-from autocomp.errors import UsageError, raised_not_logged, weights_error
+from autocomp.errors import WITHOUT_PROFILE, UsageError, raised_not_logged, weights_error
 from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.registry import ModelEntry
 from autocomp.scoring.tokens import TOKEN_CACHE, TOKEN_CACHE_LIMIT, PieceTokenizer, tokenizer_key
@@ -164,8 +164,9 @@ class OpenClipScorer(Scorer):
             self.tokenizer = open_clip.get_tokenizer(entry.architecture)
         except (RuntimeError, OSError, ValueError) as exc:
             raise weights_error(
-                f"weights of {entry.name}", f"{entry.architecture}/{pretrained}", exc
-            ) from exc
+                f"weights of {entry.name}", f"{entry.architecture}/{pretrained}", exc,
+                WITHOUT_PROFILE,
+            ) from exc  # fmt: skip
         self.model = model.eval()
         self.preprocess = preprocess
         self.batch_size = batch_size

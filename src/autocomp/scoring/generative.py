@@ -34,7 +34,7 @@ from functools import cache
 from typing import Any
 
 from autocomp.devices import select_device, select_dtype
-from autocomp.errors import weights_error
+from autocomp.errors import WITHOUT_PROFILE, weights_error
 from autocomp.scoring import Scorer, ScoreRequest
 from autocomp.scoring.placement import load_options
 from autocomp.scoring.registry import ModelEntry
@@ -104,7 +104,7 @@ class VlmScorer(Scorer):
                 if not placement:
                     self.model = self.model.to(self.device)
         except (OSError, ValueError, AttributeError) as exc:
-            raise weights_error(f"weights of {entry.name}", source, exc) from exc
+            raise weights_error(f"weights of {entry.name}", source, exc, WITHOUT_PROFILE) from exc
         self.model.eval()
         self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "chunks": 0}
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from autocomp import __version__
 from autocomp.config import ScoreConfig
+from autocomp.errors import UsageError
 from autocomp.scoring import Scorer, ScoreRequest, choice
 from autocomp.scoring.images import load_image
 from autocomp.scoring.items import (
@@ -36,11 +37,12 @@ from autocomp.scoring.items import (
     protocols,
     stream_items,
 )
-from autocomp.scoring.registry import ModelEntry
+from autocomp.scoring.registry import ModelEntry, get_model
 from autocomp.scoring.runstore import StoredRun
 from autocomp.store.catalog.benchmarks import Benchmark
 from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun
 from autocomp.store.tables import provenance
+from autocomp.tiny.common import weights_record
 
 Rows = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # scores rows, prediction rows
 Mode = Callable[[str, list[Item], Callable[[], Scorer], Path | None], Rows]
@@ -179,8 +181,20 @@ def run_record(entry: ModelEntry, source: Benchmark, config: ScoreConfig) -> dic
         "benchmark_source": source.source(), "benchmark_sha": source.digest,
         "benchmark_metadata": source.metadata, "blind": config.blind, "choice": asked,
         "limit": config.limit, "batch_size": config.batch_size, "format": SCORE_FORMAT,
-        "autocomp_version": __version__,
+        "autocomp_version": __version__, "weights": _weights(entry),
     }  # fmt: skip
+
+
+def _weights(entry: ModelEntry) -> dict[str, Any]:
+    """run.json `weights`: random or trained, as autocomp.tiny (which builds the random ones)
+    records it; a fine-tuned entry is judged by its base model's weights."""
+    base = None
+    if entry.base_model:
+        try:
+            base = get_model(entry.base_model).weights
+        except UsageError:  # a base outside the registries: its weights are its own
+            base = None
+    return weights_record(entry.weights, base)
 
 
 def score_parts(

@@ -124,7 +124,7 @@ def score(
                 published.publish(entry.name, run, made_by)
         folders = [run.folder for _, run, _ in runs]
         table = collect_runs(earlier_runs(out, folders, source.digest) + folders, out)
-        report_failed(out, failed)
+        report_failed(out, failed, table.num_rows)
         return table
 
 

@@ -10,6 +10,21 @@ from typing import Any
 
 from autocomp.store.atomic import atomic_folder
 
+WEIGHTS = "tiny"  # a registry entry's `weights` for a model built here (ModelEntry.is_tiny)
+RANDOM = "random: built from a config with seed 0 (autocomp.tiny), never trained"
+
+
+def weights_record(weights: str, base_weights: str | None = None) -> dict[str, Any]:
+    """How a model's weights were made, as its run records them (run.json `weights`, read by
+    the report and the CLI's last lines): the models built here have random weights, and so,
+    for what its numbers mean, has one fine-tuned from them (`base_weights`: its base model's
+    `weights`). Any other weights are what their source trained."""
+    if weights == WEIGHTS:
+        return {"random": True, "how": RANDOM}
+    if base_weights == WEIGHTS:
+        return {"random": True, "how": f"fine-tuned a few steps from weights that are {RANDOM}"}
+    return {"random": False}
+
 
 def cache_dir() -> Path:
     """Where tiny weights live: $AUTOCOMP_CACHE/tiny, default ~/.cache/autocomp/tiny."""

@@ -382,9 +382,10 @@ def earlier_runs(out: Path, folders: list[Path], digest: str) -> list[Path]:
     return found
 
 
-def report_failed(out: Path, failed: dict[str, str]) -> None:
+def report_failed(out: Path, failed: dict[str, str], scored: int = 1) -> None:
     """<out>/failed.json names the models that failed to load (removed when none did), then
-    one error line names them: the models scored stay, in <out>/summary.parquet."""
+    one error line names them: the models scored stay, in <out>/summary.parquet (`scored`: its
+    rows; with none, the line says that nothing was scored)."""
     path = out / FAILED_FILE
     if not failed:
         path.unlink(missing_ok=True)
@@ -392,6 +393,8 @@ def report_failed(out: Path, failed: dict[str, str]) -> None:
     write_json(path, failed)
     first, reason = next(iter(failed.items()))
     more = f" (and {len(failed) - 1} more, see {path})" if len(failed) > 1 else ""
-    raise UsageError(
-        "models", first, f"{reason}{more}; the other models are scored in {out / 'summary.parquet'}"
-    )
+    if scored:
+        return_note = f"the other models are scored in {out / 'summary.parquet'}"
+    else:
+        return_note = "no model was scored"
+    raise UsageError("models", first, f"{reason}{more}; {return_note}")

@@ -174,7 +174,8 @@ RELEASE_BENCHMARK_SCHEMA = pa.schema(
 )  # fmt: skip
 SUGARCREPE_SCHEMA = pa.schema(
     [
-        ("sample_id", pa.string()),  # sugarcrepe-<category>/<item key>
+        ("concept_id", pa.string()),  # sugarcrepe-<category>-<item key>: each item its own
+        ("sample_id", pa.string()),  # <concept_id>/contextual
         ("family", pa.string()),  # sugarcrepe-<category>
         ("n", pa.int8()),  # 0
         ("condition", pa.string()),  # contextual
