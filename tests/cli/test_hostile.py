@@ -526,3 +526,39 @@ def test_a_library_message_with_line_breaks_is_printed_on_one_line(monkeypatch, 
     parser_run = _call(["negatives", "--input", "a.parquet", "--out", "b.parquet"])
     err = _one_line(capsys, parser_run, "--input", "a reason over two lines and a third")
     assert "'x\\ny'" in err  # the value is quoted as Python writes it, its break escaped
+
+
+# 13. a run folder whose results/ holds a score run of another benchmark (its predictions name
+#     samples this benchmark does not have) is refused naming that run, never reported under
+#     this benchmark's scope and caveats
+def _predictions(sample_ids: list[str], family: str) -> pa.Table:
+    from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
+
+    rows = [{"model": "m2", "sample_id": s, "family": family, "n": 0, "condition": "contextual",
+             "set": "swap", "protocol": "paper", "candidates": 2, "correct": True, "tie": False,
+             "predicted": 0, "positive_score": 1.0, "best_negative_score": 0.0, "failed": False,
+             "reason": None, "truncated": False, "score_type": "score", "options": None}
+            for s in sample_ids]  # fmt: skip
+    return pa.Table.from_pylist(rows, PREDICTIONS_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["sugarcrepe-swap_att-0/contextual", "sugarcrepe-swap_att-1/contextual"],
+        ["color-n2-000000000000/minimal"],  # an Auto-Comp id of another draw
+    ],
+)
+def test_a_score_run_of_another_benchmark_in_the_run_is_refused(d, tmp_path, capsys, ids):
+    run = tmp_path / "run"
+    shutil.copytree(d / "run", run)
+    other = run / "results" / "m2"
+    (other / "predictions").mkdir(parents=True)
+    pq.write_table(
+        _predictions(ids, "sugarcrepe-swap_att"), other / "predictions" / "part-00000.parquet"
+    )
+    (other / "run.json").write_text("{}")
+    out = tmp_path / "report"
+    code = _call(["report", "--run", run, "--out", out])
+    _one_line(capsys, code, "--run", "m2", ids[0], "another benchmark")
+    assert not out.exists()

@@ -66,6 +66,8 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
             "run", str(empty[0]), "holds no predictions; finish its `autocomp score` first"
         )
     read = [ScoreRun(p).read_predictions() for p in results]  # the run folder's owner
+    for folder, table in zip(results, read):
+        _check_same_benchmark(folder, table, benchmark)
     predictions = pa.concat_tables(read, promote_options="default")
     optional = _stage_tables(run, bench_dir, benchmark)
     return {
@@ -83,6 +85,23 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
         },
         "finetune": load_runs(results),  # score runs with finetune.json
     }
+
+
+def _check_same_benchmark(folder: Path, predictions: pa.Table, benchmark: pa.Table) -> None:
+    """A score run in the run folder scored this run's benchmark: every prediction names one of
+    its samples. Another benchmark's run (SugarCrepe beside an Auto-Comp benchmark) would be
+    reported under this benchmark's scope and caveats: refused, naming it."""
+    import pyarrow.compute as pc
+
+    foreign = pc.invert(pc.is_in(predictions["sample_id"], value_set=benchmark["sample_id"]))
+    count = pc.sum(foreign).as_py() or 0
+    if count:
+        first = predictions["sample_id"].filter(foreign)[0].as_py()
+        raise UsageError(
+            "run", str(folder), f"holds {count:,} predictions of samples this run's benchmark "
+            f"does not have (first: {first!r}): it scored another benchmark; move it out of "
+            "results/, or score this run's benchmark into it"
+        )  # fmt: skip
 
 
 def _stage_tables(run: Path, bench_dir: Path, benchmark: pa.Table) -> dict[str, Any]:

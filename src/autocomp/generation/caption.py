@@ -263,7 +263,20 @@ def caption_stage(
     progress: Callable[[int], None] | None = None,
     load: Callable[[], Captioner] | None = None,
 ) -> dict[str, int]:
-    """`autocomp caption`: caption the concepts of the selected shards; returns counts."""
+    """`autocomp caption`: the Contextual captions of the selected shards' concepts.
+
+    Args:
+        concepts: a concepts table (`autocomp sample`).
+        out: the captions folder (`captions-i-of-K.parquet`, `caption_attempts-*`); finished
+            shards made with the same configuration are skipped.
+        config: the captioner, engine, seed, shards and its settings (CaptionConfig).
+        shard: one shard to caption (a worker of K); None: every shard.
+        progress: called with the concepts of each batch done.
+        load: builds the captioner (tests); default: the registered one.
+
+    Returns:
+        Counts: concepts, accepted, dropped, fallback, attempts, skipped shards.
+    """
     entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
     source = open_parquet(concepts, "concepts")

@@ -117,7 +117,18 @@ def curate_stage(
     captions: str | Path | None = None,
     config: CurateConfig = CurateConfig(),
 ) -> dict[str, int]:
-    """`autocomp curate`: curated.parquet and survival.parquet in `out`; returns set sizes."""
+    """`autocomp curate`: the curated table and the survival table (the paper's Table 3).
+
+    Args:
+        render: the render folder.
+        verdicts: the verdicts folder, holding a verdict for every rendered sample.
+        out: the folder for curated.parquet and survival.parquet.
+        captions: the captions folder (marks fallback Contextual captions); optional.
+        config: whether rejected samples are kept, marked (`keep_rejected`: random weights).
+
+    Returns:
+        The set sizes: samples, B_min, B_ctx, B_paired and the rows kept.
+    """
     folder = prepare_folder(out)
     render_table, render_meta = read_stage(render, "render", "render")
     verdict_table, verdict_meta = read_stage(verdicts, "verdicts", "verdicts")

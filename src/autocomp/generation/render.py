@@ -227,8 +227,20 @@ def render_stage(
     load: Callable[[], Renderer] | None = None,
     images: Images | None = None,
 ) -> dict[str, int]:
-    """`autocomp render`: images and render table for the selected shards; returns counts.
-    The tables go to `out`; the images to `images` (default: `out` itself, as images/...)."""
+    """`autocomp render`: the images and render table of the selected shards.
+
+    Args:
+        captions: the captions folder (`autocomp caption`).
+        out: the render folder (`render-i-of-K.parquet`); finished shards are skipped.
+        config: the renderer, seed, steps, shards and its settings (RenderConfig).
+        shard: one shard to render; None: every shard.
+        progress: called with the images of each batch done.
+        load: builds the renderer (tests); default: the registered one.
+        images: where the images go (default: `out` itself, as images/...).
+
+    Returns:
+        Counts: images rendered, images reused (found whole from a killed run), shards skipped.
+    """
     entry = check_config(config)
     shards = check_shard_args(shard, config.num_shards)
     folder = prepare_folder(out)

@@ -260,10 +260,22 @@ def validate_stage(
     images: Images | None = None,
     journal: Journal | None = None,
 ) -> dict[str, int]:
-    """`autocomp validate`: verdict rows for the selected shards; returns counts. `images`:
-    where the render table's images are (default: the render folder); `journal`: where each
-    shard's verdicts are committed every COMMIT_EVERY batches (a killed shard then resumes
-    after its last committed part, with the same batches: the same bytes)."""
+    """`autocomp validate`: the verdict rows (one per sample x check) of the selected shards.
+
+    Args:
+        render: the render folder (`autocomp render`).
+        out: the verdicts folder (`verdicts-i-of-K.parquet`); finished shards are skipped.
+        config: the detector, segmenter, VQA judge, thresholds and shards (ValidateConfig).
+        shard: one shard to validate; None: every shard.
+        progress: called with the samples of each batch done.
+        models: the loaded models (tests); default: the registered ones.
+        images: where the render table's images are (default: the render folder).
+        journal: where each shard's verdicts are committed every COMMIT_EVERY batches (a
+            killed shard then resumes after its last committed part: the same bytes).
+
+    Returns:
+        Counts: samples validated, samples that passed, shards skipped.
+    """
     det, seg, judge = check_config(config)
     overrides = config.settings
     shards = check_shard_args(shard, config.num_shards)

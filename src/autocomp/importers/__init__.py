@@ -42,7 +42,20 @@ def import_benchmark(
     images: str | Path | None = None,
     config: ImportConfig = ImportConfig(),
 ) -> dict[str, Any]:
-    """Import `source` in format `fmt` as the benchmark folder `out`; return the report."""
+    """`autocomp import`: `source` in format `fmt` as a benchmark folder `out`, in the layout
+    `publish` writes (data/ parts with the images embedded, README.md, import_report.json).
+
+    Args:
+        fmt: `autocomp-release` or `sugarcrepe` (importers.formats()).
+        source: the other benchmark's files (a folder, a file, a `datasets` folder).
+        out: the folder to create; it appears only when complete, and an existing one is
+            replaced only with `config.force`.
+        images: the folder the source's image file names are under (when not embedded).
+        config: protocol, condition (a release's), skip_missing, force (ImportConfig).
+
+    Returns:
+        The import report (also import_report.json): what was read, mapped, dropped and why.
+    """
     known = formats()
     if fmt not in known:
         raise UsageError("fmt", fmt, f"must be one of {', '.join(sorted(known))}")

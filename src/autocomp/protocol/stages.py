@@ -93,8 +93,19 @@ def concepts_table(
 def sample_stage(
     family_name: str, n: int, count: int, seed: int, out: str | Path, force: bool = False
 ) -> pa.Table:
-    """`autocomp sample`: write the concepts table atomically; return it (`force`: replace an
-    existing table)."""
+    """`autocomp sample`: write the concepts table atomically and return it.
+
+    Args:
+        family_name: a family's name (`autocomp families`; AUTOCOMP_FAMILY_PATH adds more).
+        n: the number of objects per concept, within the family's range.
+        count: how many distinct concepts to draw (at most the family's total at `n`).
+        seed: the sampling seed (the same seed gives the same bytes).
+        out: the .parquet path to write; its folders are made.
+        force: replace an existing table (refused without it).
+
+    Returns:
+        The concepts table (CONCEPTS_SCHEMA), as written with its provenance.
+    """
     if seed < 0:
         raise UsageError("seed", seed, "must be 0 or more")
     out = check_output_path(out, force=force)
@@ -378,7 +389,16 @@ def negatives_stage(
 ) -> dict[str, Any]:
     """`autocomp negatives`: stream a concepts or curated table into a benchmark table.
 
-    Returns a summary: rows and candidate counts written.
+    Args:
+        input_path: a concepts table (`autocomp sample`: its `minimal_caption` is the positive)
+            or a curated table (`caption`, Contextual captions included).
+        out: the benchmark .parquet to write (every input column kept, the candidate sets
+            added); refused if it exists unless `config.force`.
+        config: the protocol (paper or strict), batch size, workers, force.
+        progress: called with the rows of each batch written.
+
+    Returns:
+        The summary: rows, and the Swap, Confusion and vary candidates written.
     """
     protocol, batch_size = config.protocol, config.batch_size
     check_negatives_config(config)
@@ -544,7 +564,16 @@ def check_sample_config(config: SampleConfig) -> list[tuple[str, int]]:
 
 
 def sample_many(config: SampleConfig, out: str | Path) -> pa.Table:
-    """Concepts of several (family, N) pairs in one table (`count` each), written atomically."""
+    """Concepts of several (family, N) pairs in one table, written atomically (the pipelines'
+    sample step).
+
+    Args:
+        config: `specs` ("color:2,position:3"), `count` concepts of each pair, `seed`.
+        out: the .parquet path to write (replaced if it exists).
+
+    Returns:
+        The concepts table of every pair, in the order `specs` names them.
+    """
     out = check_output_path(out, force=True)
     tables, documents = [], {}
     for name, n in parse_specs(config.specs):

@@ -74,7 +74,27 @@ def score(
     store as it is written and leaves <out> (scoring.runstore: <out>/<model>/ then holds
     run.json and the summary), and a run that starts where a killed or preempted one stopped
     scores only what the committed parts lack: the published run is the one an uninterrupted
-    run publishes. A call that fails before its first result leaves no output folder behind."""
+    run publishes. A call that fails before its first result leaves no output folder behind.
+
+    Args:
+        models: registered names, ad-hoc specs (`open_clip:ARCH:PRETRAINED`, `hf:ORG/NAME`, a
+            folder) or entries; every one is checked before any loads.
+        benchmark: a Parquet table, a folder of parts, a published name (with `store`), or an
+            opened Benchmark.
+        out: the folder of the run: <out>/<model>/ per model and <out>/summary.parquet.
+        config: images, blind mode, device, batch size, limit (ScoreConfig).
+        store: the store a published `benchmark` name is read from.
+        results: the key prefix each model's run is published under in `store`.
+        progress: a progress factory (autocomp.progress.row_progress) or None.
+
+    Returns:
+        The summary of every model scored into `out` on this benchmark: accuracy per model x
+        family x N x condition x set x protocol x score type, with the chance baseline.
+
+    Raises:
+        UsageError: bad input (before any model loads), or a model that failed to load (after
+            the others are scored; <out>/failed.json names it).
+    """
     check_config(config)
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
@@ -141,7 +161,19 @@ def score_stage(
     Benchmark) with one model into the run folder `out`, the first `config.limit` items only if
     set (items that failed in an earlier run are retried); return the summary. The scorer is
     `load_scorer(entry, config.device, config.batch_size)`, loaded at the first item to score;
-    `loader` builds another (tests, benchmarks). `progress(items)` after each written part."""
+    `loader` builds another (tests, benchmarks). `progress(items)` after each written part.
+
+    Args:
+        entry: the model's registry entry.
+        benchmark: a table, a folder of parts, or an opened Benchmark.
+        out: the model's run folder (run.json, scores/, predictions/, summary.parquet).
+        config: images, blind mode, device, batch size, limit (ScoreConfig).
+        progress: called with the items of each written part.
+        loader: builds the scorer instead of the registry's backend.
+
+    Returns:
+        The model's summary (as <out>/summary.parquet).
+    """
     check_config(config)
     check_device(config.device)
     check_mode(entry, config)

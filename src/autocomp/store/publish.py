@@ -307,7 +307,20 @@ def publish_stage(
     written and removed from `work`, UPLOADS at a time; manifest last); return its URI. The
     benchmark and its images may be in the store themselves (store to store: the pipeline's
     publish step). A benchmark already published under that name is left as it is (resume); an
-    interrupted publish sends again only the parts the store does not hold."""
+    interrupted publish sends again only the parts the store does not hold.
+
+    Args:
+        benchmark: the benchmark table, folder of parts, or an opened Benchmark.
+        images_root: where the benchmark's image paths are (a folder or the store's Images).
+        work: a local scratch folder for the parts being written.
+        store_uri: the store (`file://...`, `s3://...`).
+        name: the benchmark's name under benchmarks/.
+        concepts: the run's concepts table, published beside it (Tables 4, 16).
+        survival: the run's survival table, published beside it (Table 3).
+
+    Returns:
+        The URI of benchmarks/<name> in the store.
+    """
     store = open_store(store_uri)
     key = f"benchmarks/{name}"
     if store.manifest(key) is None:
