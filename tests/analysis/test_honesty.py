@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from autocomp.analysis.paper_tables import _paired_set
 from autocomp.analysis.scope import Scope, weights_lines
+from autocomp.analysis.scope import paired_set as _paired_set
 from autocomp.analysis.wide import FEW_ITEMS, Cell
 from autocomp.cli.table import random_weights_note
 from autocomp.config import NegativesConfig, ScoreConfig

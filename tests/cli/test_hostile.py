@@ -562,3 +562,12 @@ def test_a_score_run_of_another_benchmark_in_the_run_is_refused(d, tmp_path, cap
     code = _call(["report", "--run", run, "--out", out])
     _one_line(capsys, code, "--run", "m2", ids[0], "another benchmark")
     assert not out.exists()
+
+
+# 12 (cont.): an input the user did not give is named without Python's None
+def test_an_input_not_given_is_named_without_none(tmp_path, capsys):
+    source = _release_json(tmp_path / "captions.json")
+    code = _call(["import", "autocomp-release", "--source", source, "--out", tmp_path / "out"])
+    err = _one_line(capsys, code, "--images", "give the folder")
+    assert "None" not in err
+    assert not (tmp_path / "out").exists()

@@ -243,3 +243,32 @@ def test_two_files_with_one_base_name_are_named_by_their_paths(tmp_path):
         import_benchmark("autocomp-release", tmp_path / "src", tmp_path / "out")
     said = str(caught.value)
     assert "b/train-00000-of-00001.parquet" in said and "a/train-00000-of-00001.parquet" in said
+
+
+def test_only_a_repo_name_says_the_condition_never_an_enclosing_folder(tmp_path):
+    # a Minimal-only repo copied under a folder whose name says "contextual": not Contextual
+    trials = tmp_path / "contextual-trials"
+    trials.mkdir()
+    source = hub_repo(trials, "AutoComp/AutoComp-Minimal-N2-C", "color", 2, ["minimal"])
+    report = import_benchmark("autocomp-release", source, tmp_path / "out")
+    assert report["conditions"] == ["minimal"]
+    plain = hub_repo(trials, "me/my-copy", "color", 2, ["minimal"])  # the repo's name says none
+    with pytest.raises(UsageError, match="--condition minimal or --condition contextual"):
+        import_benchmark("autocomp-release", plain, tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()
+    assert condition_in_name(Path("/d/contextual-runs/minimal/data")) is None
+    cache = Path("/c/datasets--AutoComp--AutoComp-Contextual-N3-P/snapshots/0a1b/data")
+    assert condition_in_name(cache) == "contextual"
+
+
+def test_two_column_sets_of_one_condition_are_refused_not_one_dropped(tmp_path):
+    source = hub_repo(tmp_path, "AutoComp/AutoComp-Paired-N2-C", "color", 2,
+                      ["minimal", "contextual"])  # fmt: skip
+    part = source / "data" / "train-00000-of-00001.parquet"
+    table = pq.read_table(part)
+    table = table.append_column("minimal_caption", table["handmade_caption"])
+    table = table.append_column("minimal_image", table["handmade_image"])
+    pq.write_table(table, part)
+    with pytest.raises(UsageError, match="both handmade_caption and minimal_caption"):
+        import_benchmark("autocomp-release", source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -28,6 +28,7 @@ from autocomp.analysis.finetune_tables import (  # noqa: F401 (the public names 
     finetune_tables,
     load_runs,
     mean_interval,
+    table8_empty_reason,
 )
 from autocomp.errors import UsageError
 
@@ -145,7 +146,7 @@ def write_report(
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>autocomp fine-tuning (Table 8)</title><style>{CSS}</style></head><body>"
         f"<h1>Confusion fine-tuning (Table 8)</h1><p class=note>{escape(TABLE8_NOTE)}</p>"
-        f"{html_table(tables['table8'])}<h2>Against the pretrained model</h2>"
+        f"{html_table(tables['table8'])}{_empty_note(runs)}<h2>Against the pretrained model</h2>"
         f"<p class=note>{escape(DELTAS_NOTE)}</p>{html_table(tables['finetune_deltas'])}"
         f"<h2>Training curves</h2>{''.join(curves) or NO_CURVES}"
         f'<p class=note><a href="full/index.html">The whole report over these runs</a></p>'
@@ -212,3 +213,9 @@ def publish_report(
         key = f"finetune/{name}/report-{digest.hexdigest()[:12]}"
         open_store(store).put(key, out, {"stage": "finetune_report", "benchmark": name})
     return str(paths["html"])
+
+
+def _empty_note(runs: list[dict[str, Any]]) -> str:
+    """Under an empty Table 8, why it is empty."""
+    reason = table8_empty_reason(runs)
+    return f"<p class=caveat>Empty: {escape(reason)}.</p>" if reason else ""

@@ -164,6 +164,32 @@ def _delta_row(
     return dict(zip(DELTA_COLUMNS, values))
 
 
+def table8_empty_reason(runs: list[dict]) -> str | None:
+    """Why Table 8 has no row (None when it has one): it compares a model's Confusion-trained
+    checkpoint with its Swap-only one of the same seed, so each base model needs both."""
+    if not runs:
+        return (
+            "no score run carries finetune.json: score checkpoints with `autocomp finetune "
+            "score` (a plain `autocomp score` run is not marked for Table 8)"
+        )
+    seeds: dict[tuple[str, str], set] = defaultdict(set)
+    for run in runs:
+        if run["negatives"] != "pretrained":
+            seeds[(run["base_model"], run["negatives"])].add(run.get("seed"))
+    models = sorted({run["base_model"] for run in runs})
+    if any(seeds[(m, "swap")] & seeds[(m, "confusion")] for m in models):
+        return None
+    have = "; ".join(
+        f"{m}: {', '.join(v for v in ('swap', 'confusion') if seeds[(m, v)]) or 'pretrained'} only"
+        for m in models
+    )
+    return (
+        "Table 8 is the Confusion-trained checkpoint minus the Swap-only one (same model and "
+        f"seed), and these runs lack a pair ({have}): train and score the other "
+        "`--negatives` with the same --seed"
+    )
+
+
 def finetune_tables(runs: list[dict], seed: int = 0) -> dict[str, pa.Table]:
     """table8 and finetune_deltas (see the module doc)."""
     correct = _correct(runs)

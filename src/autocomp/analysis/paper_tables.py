@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from autocomp.analysis.scope import Scope
+from autocomp.analysis.scope import Scope, paired_set
 from autocomp.analysis.wide import Cell, Row, WideTable
 
 BACKEND_GROUPS = {"open_clip": "contrastive", "transformers_vlm": "generative"}
@@ -101,9 +101,7 @@ def _row_keys(rows: list[dict], layout: Layout) -> list[tuple[str, str]]:
 
 
 def _accuracy_cell(r: dict | None) -> Cell:
-    if r is None:
-        return Cell()
-    return Cell(r["accuracy"], r["ci_low"], r["ci_high"], items=r.get("items"))
+    return Cell() if r is None else Cell(r["accuracy"], r["ci_low"], r["ci_high"], items=r["items"])
 
 
 def _chance_row(rows: list[dict], keys: list[tuple], key_of: KeyOf) -> Row:
@@ -300,7 +298,7 @@ def delta_tables(deltas: pa.Table, layout: Layout, scope: Scope | None = None) -
                     cells.append(Cell())
                 elif part == "Δ":
                     cells.append(
-                        Cell(r["delta"], r["ci_low"], r["ci_high"], True, items=r.get("concepts"))
+                        Cell(r["delta"], r["ci_low"], r["ci_high"], True, items=r["concepts"])
                     )
                 else:
                     cells.append(Cell(r[fields[part]]))
@@ -310,10 +308,9 @@ def delta_tables(deltas: pa.Table, layout: Layout, scope: Scope | None = None) -
             WideTable(
                 name=f"paper_table6_n{n}",
                 title=f"Table 6: Contextual minus Minimal on the paired set, N={n}",
-                note=f"Accuracy (%) on the concepts {_paired_set(scope)}; Δ = Contextual - "
+                note=f"Accuracy (%) on the concepts {paired_set(scope)}; Δ = Contextual - "
                 "Minimal in percentage points with its 95 % paired-bootstrap interval "
-                "(negative: context hurts). McNemar p-values are in "
-                "context_deltas.csv.",
+                "(negative: context hurts). McNemar p-values are in context_deltas.csv.",
                 columns=columns,
                 rows=tuple(out),
                 keys=tuple(keys),
@@ -404,9 +401,7 @@ def paper_tables(
     paired = scope.paired_reason() if scope is not None else (
         "no concept has both its Minimal and its Contextual sample scored (the paired set is "
         "empty).")  # fmt: skip
-    survival = None
-    if funnel is not None:
-        survival = survival_table(funnel, layout, funnel_caveats)
+    survival = survival_table(funnel, layout, funnel_caveats) if funnel is not None else None
     candidates: list[tuple[Sequence[WideTable | None], str]] = [
         (
             by_condition(
@@ -452,11 +447,3 @@ def paper_tables(
         if not found:
             notes.append(missing)
     return out, notes
-
-
-def _paired_set(scope: Scope | None) -> str:
-    """What the paired set is on this benchmark: without verdicts (an import), every concept
-    with both samples; never "passed validation" where nothing was validated."""
-    if scope is None or scope.validated:
-        return "whose Minimal and Contextual samples both passed validation"
-    return "with both a Minimal and a Contextual sample (the benchmark records no validation)"

@@ -183,6 +183,11 @@ def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
             }
             tables[f"judge_agreement_{name}"] = analysis.judge_agreement(reference, theirs, cells)
     data["notes"], data["caveats"] = table_notes(tables, scope, kinds, data["concepts"] is None)
+    if not data["human"] and data.get("human_progress") is not None:  # collected, no answer
+        data["notes"]["human"] = (
+            "the study's answers (human/*.csv, from `autocomp audit collect --partial`) hold no "
+            "answer yet: Tables 11 and 20 need at least one answered item."
+        )
     for key in ("human", "human_per_annotator", "human_agreement"):
         if key in tables:
             data["caveats"][key] = progress_caveats(data.get("human_progress"))

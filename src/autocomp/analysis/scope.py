@@ -261,3 +261,11 @@ def scope_of(
         "accepted" in names,
         {m: w.get("how", "random") for m, w in (weights or {}).items() if w.get("random")},
     )
+
+
+def paired_set(scope: Scope | None) -> str:
+    """What the paired set is on this benchmark: without verdicts (an import), every concept
+    with both samples; never "passed validation" where nothing was validated."""
+    if scope is None or scope.validated:
+        return "whose Minimal and Contextual samples both passed validation"
+    return "with both a Minimal and a Contextual sample (the benchmark records no validation)"

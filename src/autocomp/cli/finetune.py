@@ -111,7 +111,17 @@ def _report(args: argparse.Namespace) -> None:
 
         print(f"whole report: {full_report(args.runs, args.benchmark, args.out, args.seed)}")
     print(_table8(paths["table8"]))
+    _why_empty(args.runs)
     print(f"Table 8 and deltas (Parquet, CSV) and report.html in {args.out}")
+
+
+def _why_empty(folders: list[str]) -> None:
+    """Under an empty Table 8, the reason (which variant the runs lack)."""
+    from autocomp.analysis.finetune_tables import load_runs, table8_empty_reason
+
+    reason = table8_empty_reason(load_runs(folders))
+    if reason:
+        print(f"note: {reason}")
 
 
 def _table8(path: Path) -> str:

@@ -67,7 +67,10 @@ def cli_message(verb: str, exc: UsageError, known: Collection[str]) -> str:
     what = exc.what
     if not (isinstance(exc, ParameterError) and "--param" in known):
         what = cli_what(verb, what, known)
-    return f"{' '.join(what.split())}: {exc.value!r}: {' '.join(exc.fix.split())}"  # one line
+    what, fix = " ".join(what.split()), " ".join(exc.fix.split())  # one line
+    if exc.value is None:  # nothing was given: no Python `None` on the user's screen
+        return f"{what}: {fix}"
+    return f"{what}: {exc.value!r}: {fix}"
 
 
 def verb_names(parser: argparse.ArgumentParser, words: Sequence[str]) -> frozenset[str]:

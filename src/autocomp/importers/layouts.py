@@ -46,7 +46,10 @@ HINT = (
     "handmade_image, llm_caption / llm_image (Paired repos) or caption / image (Minimal-only and "
     "Contextual-only repos), or the generation scripts' JSON"
 )
-_CONDITION_WORD = re.compile(r"(?<![a-z])(minimal|contextual)(?![a-z])", re.IGNORECASE)
+# the condition a release repo's name states: AutoComp-Minimal-N2-C, AutoComp-Contextual-N3-P
+# (also inside a hub cache folder: datasets--AutoComp--AutoComp-Minimal-N2-C); a folder merely
+# named "contextual-trials" says nothing about the repo inside it
+_CONDITION_WORD = re.compile(r"(?<![a-z])autocomp-(minimal|contextual)(?![a-z])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,8 @@ class Layout:
 
 
 def condition_in_name(path: Path) -> str | None:
-    """The condition a source's path names ("AutoComp-Minimal-N2-C" -> minimal), innermost
-    part first; None when no part names exactly one."""
+    """The condition a source's path names as a release repo's name ("AutoComp-Minimal-N2-C"
+    -> minimal), innermost part first; None when no part is such a name, or one names both."""
     for part in reversed(path.resolve().parts):
         found = {m.lower() for m in _CONDITION_WORD.findall(part)}
         if len(found) == 1:
@@ -106,7 +109,12 @@ def layout_of(source: TableSource, condition: str = "") -> Layout:
                     raise UsageError(
                         "source", str(source.path), f"has {present[0]} without {other}; {HINT}"
                     )
-                paired.setdefault(cond, pair)
+                if cond in paired:  # handmade_* and minimal_*: two sets of one condition
+                    raise UsageError(
+                        "source", str(source.path), f"has both {paired[cond][0]} and {pair[0]} "
+                        f"(two {cond} sets); keep one pair of columns per condition"
+                    )  # fmt: skip
+                paired[cond] = pair
     if paired:
         if condition and condition not in paired:
             held = " and ".join(paired)
