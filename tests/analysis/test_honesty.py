@@ -115,3 +115,38 @@ def test_a_failed_load_never_points_to_an_empty_summary(tmp_path):
 
     assert "--profile" not in weights_error("models", "m", OSError("x"), WITHOUT_PROFILE).fix
     assert "--profile tiny" in weights_error("captioner", "m", OSError("x")).fix
+
+
+def test_a_collected_study_without_answers_is_noted_not_dropped(run_dir, tmp_path):
+    import shutil
+
+    from autocomp.analysis.load import load_run
+    from autocomp.analysis.report import build_tables, section_notes
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    shutil.rmtree(run / "human", ignore_errors=True)
+    (run / "human").mkdir()
+    (run / "human" / "A1.csv").write_text("annotator,sample_id,task,answer\n")
+    (run / "human" / "audit.json").write_text(json.dumps({"answers": {"A1": {"answered": 0}}}))
+    data = load_run(run)
+    tables = build_tables(data)
+    notes = section_notes(tables, data["notes"])
+    assert any("Tables 11 and 20 need at least one answered item" in n for n in notes), notes
+    (run / "human" / "audit.json").unlink()  # CSVs made some other way, no study record
+    data = load_run(run)
+    build_tables(data)
+    assert "human" not in data["notes"]
+
+
+def test_an_empty_table8_says_which_variant_is_missing():
+    from autocomp.analysis.finetune_tables import table8_empty_reason
+
+    def run(negatives: str, seed: int = 0, base: str = "tiny-clip") -> dict:
+        return {"base_model": base, "negatives": negatives, "seed": seed}
+
+    assert "finetune.json" in table8_empty_reason([])
+    only = table8_empty_reason([run("confusion"), run("pretrained")])
+    assert "tiny-clip: confusion only" in only and "--negatives" in only
+    assert "swap, confusion" in table8_empty_reason([run("confusion", 0), run("swap", 1)])
+    assert table8_empty_reason([run("confusion"), run("swap")]) is None
