@@ -22,7 +22,10 @@ from autocomp.store.stores import open_store
 HOSTILE = '</td><script>alert("g")</script>'
 # (benchmark, generator); per model the items it gets right, of 10 Swap items per benchmark
 BENCHMARKS = {"bench-a": "sd35-large", "bench-b": HOSTILE}
-RIGHT = {"strong": 9, "weak": 3, "tie-a": 3}
+RIGHT = {
+    "bench-a": {"strong": 9, "weak": 3, "tie-a": 3},
+    "bench-b": {"strong": 6, "weak": 3, "tie-a": 3},
+}
 
 
 def _benchmark_folder(folder, generator):
@@ -39,9 +42,10 @@ def _run_folder(folder, model, right, digest, weights="org/model", batch=None):
               "correct": i < right, "tie": False, "predicted": 0, "positive_score": 0.0,
               "best_negative_score": 0.0, "failed": False, "reason": "",
               "score_type": "score"} for i in range(10)]  # fmt: skip
-    folder.mkdir(parents=True)
-    summary = summarize_parts([pa.Table.from_pylist(preds, PREDICTIONS_SCHEMA)])
-    pq.write_table(summary, folder / "summary.parquet")
+    (folder / "predictions").mkdir(parents=True)
+    table = pa.Table.from_pylist(preds, PREDICTIONS_SCHEMA)
+    pq.write_table(table, folder / "predictions" / "part-00000.parquet")
+    pq.write_table(summarize_parts([table]), folder / "summary.parquet")
     record = {"model": model, "benchmark_sha": digest, "batch_size": batch, "limit": None,
               "blind": "", "choice": None, "format": 2, "autocomp_version": "0.1.0",
               "entry": {"name": model, "weights": weights, "dtype": "float32"}}  # fmt: skip
@@ -59,7 +63,7 @@ def stores(tmp_path_factory):
         target.put(f"benchmarks/{name}", _benchmark_folder(root / "src" / name, generator))
         digests[name] = open_stored(str(first), f"benchmarks/{name}").digest
     for name in BENCHMARKS:
-        for model, right in RIGHT.items():
+        for model, right in RIGHT[name].items():
             target.put(
                 f"results/{name}/{model}",
                 _run_folder(root / "src" / name / model, model, right, digests[name]),
@@ -113,11 +117,28 @@ def test_statuses_configurations_and_numbers(stores):
     assert 1 <= strong.best_rank <= strong.worst_rank <= 4
     weak = cells[(weak_1, "bench-a")]
     assert weak.best_rank >= 2  # strong's interval lies wholly above weak's? then weak can't be 1st
-    assert weak.best_rank == 1 + sum(
+    assert weak.best_rank == 1 + sum(  # noqa
         o.lower > weak.upper
         for o in board.cells
         if o.benchmark == "bench-a" and o.status == "current"
     )
+
+
+def test_paired_differences_between_generators(stores):
+    board = build(stores)
+    strong = [g for g in board.generators if g["label"] == "strong"]
+    assert len(strong) == 1
+    (g,) = strong
+    assert (g["generator_a"], g["generator_b"]) == tuple(sorted(BENCHMARKS.values()))
+    # a = sd35-large's bench-a (9 right), b = bench-b (6 right): the same 10 concepts
+    a_right, b_right = (9, 6) if g["benchmark_a"] == "bench-a" else (6, 9)
+    assert g["concepts"] == 10 and g["delta"] == pytest.approx((b_right - a_right) / 10)
+    assert g["only_a"] == max(a_right - b_right, 0) and g["only_b"] == max(b_right - a_right, 0)
+    assert g["ci_low"] <= g["delta"] <= g["ci_high"]
+    # only current runs of one configuration are paired: weak's two configurations stay apart
+    assert {x["label"] for x in board.generators} == {"strong", "tie-a"} | {
+        x["label"] for x in board.generators if x["label"].startswith("weak [")
+    }
 
 
 def test_files_are_written_escaped_and_render(stores, tmp_path):

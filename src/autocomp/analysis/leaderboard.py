@@ -46,6 +46,7 @@ CELL_KEYS = ("family", "n", "condition", "set", "protocol", "score_type")
 CONFIG_KEYS = ("entry", "batch_size", "limit", "blind", "choice", "format")
 WEIGHT_KEYS = ("weights", "revision", "architecture", "model_class")
 CURRENT = "current"
+SIDES = ("model", "base")  # model_deltas' pair columns, here the two benchmarks
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class Board:
     runs: list[Run]
     cells: list[Cell]
     models: list[dict[str, Any]]  # label, model, mean win rate, cells
+    generators: list[dict[str, Any]] = field(default_factory=list)  # paired deltas across them
 
 
 def _checked(target: Store, name: str, manifest: dict[str, Any], path: str) -> bytes:
@@ -278,13 +280,63 @@ def _win_rates(cells: list[Cell]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (-(r["mean_win_rate"] or -1), r["label"]))
 
 
-def build(stores: list[str]) -> Board:
-    """The leaderboard of every run in `stores`."""
+def _predictions(run: Run) -> pa.Table:
+    """A current run's predictions, every part checked against the run's manifest."""
+    from autocomp.store.stores import open_store
+
+    target = open_store(run.store)
+    name = f"results/{run.benchmark}/{run.model}"
+    manifest = target.manifest(name) or {}
+    parts = sorted(f["path"] for f in manifest.get("files", [])
+                   if f["path"].startswith("predictions/part-"))  # fmt: skip
+    tables = [
+        pq.read_table(pa.BufferReader(_checked(target, name, manifest, p))).replace_schema_metadata(
+            None
+        )
+        for p in parts
+    ]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def generator_deltas(runs: list[Run], seed: int = 0) -> list[dict[str, Any]]:
+    """The same model (and configuration) on benchmarks drawn by different generators: the
+    paired difference (b - a) on the concepts both hold, per cell, with the report's paired
+    interval and McNemar's test (statistics.model_deltas)."""
+    from autocomp.analysis.statistics import model_deltas
+
+    by_label: dict[str, list[Run]] = {}
+    for r in runs:
+        if r.status == CURRENT:
+            by_label.setdefault(r.label, []).append(r)
+    rows: list[dict[str, Any]] = []
+    for label, mine in sorted(by_label.items()):
+        mine = sorted(mine, key=lambda r: (r.generator, r.benchmark, r.store))
+        for i, a in enumerate(mine):
+            for b in mine[i + 1 :]:
+                if a.generator == b.generator:
+                    continue
+                side_a = _relabel(_predictions(a), "a")
+                side_b = _relabel(_predictions(b), "b")
+                both = pa.concat_tables([side_a, side_b], promote_options="default")
+                sides = {"label": label, "benchmark_a": a.benchmark, "generator_a": a.generator,
+                         "benchmark_b": b.benchmark, "generator_b": b.generator}  # fmt: skip
+                for r in model_deltas(both, {"b": "a"}, seed).to_pylist():
+                    rows.append({**sides, **{k: v for k, v in r.items() if k not in SIDES}})
+    return rows
+
+
+def _relabel(predictions: pa.Table, side: str) -> pa.Table:
+    i = predictions.schema.get_field_index("model")
+    return predictions.set_column(i, "model", pa.array([side] * predictions.num_rows, pa.string()))
+
+
+def build(stores: list[str], seed: int = 0) -> Board:
+    """The leaderboard of every run in `stores` (`seed`: the paired bootstraps')."""
     if not stores:
         raise UsageError("stores", stores, "give at least one store (a folder or an S3 URI)")
     runs = collect(stores)
     cells = _ranked(_cells(runs))
-    return Board(runs, cells, _win_rates(cells))
+    return Board(runs, cells, _win_rates(cells), generator_deltas(runs, seed))
 
 
 def cell_rows(board: Board) -> list[dict[str, Any]]:

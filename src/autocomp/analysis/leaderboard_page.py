@@ -1,7 +1,8 @@
 """The leaderboard's files (`autocomp leaderboard`): index.html, one self-contained page (inline
 style and a few lines of inline script that sort a table by a clicked column; nothing is
 fetched), every value from a store passed through `escape`; leaderboard.csv (one row per run
-and cell) and leaderboard.json (runs with their provenance, cells, models), written at once."""
+and cell), generators.csv (the same model's paired differences between generators) and
+leaderboard.json (runs with their provenance, cells, models, generators), written at once."""
 
 from __future__ import annotations
 
@@ -97,8 +98,35 @@ def _cells(rows: list[dict[str, Any]]) -> str:
     return _table(headers, out)
 
 
+def _generator_row(g: dict[str, Any]) -> str:
+    delta = f"{100 * g['delta']:+.1f} [{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]"
+    side_a = f"{g['benchmark_a']} ({g['generator_a']})"
+    side_b = f"{g['benchmark_b']} ({g['generator_b']})"
+    accuracy_a = f"{100 * g['accuracy_a']:.1f}"
+    p_value = f"{g['p_value']:.3g}"
+    cells = "".join(_td(g[k]) for k in CELL_KEYS)
+    return (
+        f"<tr>{_td(g['label'])}{_td(side_a)}{_td(side_b)}{cells}"
+        f"{_td(g['concepts'], g['concepts'])}{_td(accuracy_a, g['accuracy_a'])}"
+        f"{_td(delta, g['delta'])}{_td(p_value, g['p_value'])}</tr>"
+    )
+
+
+def _generators(board: Board) -> str:
+    if not board.generators:
+        return '<p class="note">No model has current runs on benchmarks of two generators.</p>'
+    headers = ("model", "benchmark a (generator)", "benchmark b (generator)", *CELL_KEYS,
+               "concepts", "accuracy a %", "b - a, points [95 % CI]", "McNemar p")  # fmt: skip
+    return _table(headers, [_generator_row(g) for g in board.generators])
+
+
 def _run_row(r: Run) -> str:
     p = r.provenance
+    if r.status == "damaged":  # nothing of it could be read: say so, invent nothing
+        return (
+            f'<tr class="damaged">{_td(r.model)}{_td(r.benchmark)}<td></td>{_td(r.status)}'
+            f"{_td(r.problem)}" + "<td></td>" * 7 + f"{_td(r.store)}</tr>"
+        )
     return (
         f'<tr class="{escape(r.status)}">{_td(r.label or r.model)}{_td(r.benchmark)}'
         f"{_td(r.generator)}{_td(r.status)}{_td(r.problem)}{_td(p.get('weights'))}"
@@ -144,6 +172,10 @@ listed and counted in nothing. Click a column to sort.</p>
 {_models(board)}
 <h2>Cells</h2>
 {_cells(rows)}
+<h2>Generators: the same model on benchmarks drawn by different generators</h2>
+<p class="note">Paired on the concepts both benchmarks hold (b minus a), with the report's paired
+bootstrap interval and McNemar's exact test.</p>
+{_generators(board)}
 <h2>Runs and provenance</h2>
 {runs}
 <script>{SCRIPT}</script>
@@ -183,9 +215,11 @@ def write_leaderboard(stores: list[str], out: str | Path, force: bool = False) -
         "models": board.models,
         "runs": [{k: v for k, v in asdict(r).items() if k != "summary"} for r in board.runs],
         "cells": rows,
+        "generators": board.generators,
     }
     with atomic_folder(out, replace=force) as tmp:
         (tmp / "leaderboard.csv").write_text(_csv(rows), encoding="utf-8")
+        (tmp / "generators.csv").write_text(_csv(board.generators), encoding="utf-8")
         (tmp / "leaderboard.json").write_text(
             json.dumps(document, indent=1, sort_keys=True, default=str), encoding="utf-8"
         )
