@@ -13,8 +13,9 @@ judge ask these fields; nothing compares a backend's name.
 Backends are found in two places, in the manner of lm-evaluation-harness's `register_model`:
 `SHIPPED` (autocomp's own), and the Python entry-point group `autocomp.scoring_backends`, whose
 entry points name a `ScoringBackend` object (`name = "package.module:BACKEND"`). A package adds
-a backend by declaring one in its metadata; the group is read once per process, on the first
-lookup, and an entry point is loaded only when its backend is asked for. A name registered
+a backend by declaring one in its metadata; the group is read once per process, the first time
+a name that is not shipped is looked up (a shipped name never reads it), and an entry point is
+loaded only when its backend is asked for. A name registered
 twice (an entry point named like a shipped backend, or two packages with one name) is refused
 with one line naming both. docs/backends.md shows a complete third-party backend.
 """
@@ -87,8 +88,7 @@ class ScoringBackend:
             raise UsageError(
                 f"backend {self.name}",
                 self.scorer,
-                f"cannot be imported ({type(exc).__name__}: {exc}); install the package that "
-                "provides it",
+                f"cannot be imported ({_one_line(exc)}); install the package that provides it",
             ) from exc
 
     def weights_text(self, entry: Entry) -> str:
@@ -103,6 +103,11 @@ class ScoringBackend:
             if value:
                 return str(value)
         return None
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one short line (a third party's message may span several)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
 
 
 class _Blank(dict):
@@ -164,7 +169,7 @@ def _load_point(name: str) -> ScoringBackend:
     try:
         backend = point.load()
     except Exception as exc:  # a broken third-party package: one line, not a traceback
-        raise UsageError(where, name, f"cannot be loaded ({type(exc).__name__}: {exc})") from exc
+        raise UsageError(where, name, f"cannot be loaded ({_one_line(exc)})") from exc
     if callable(backend) and not isinstance(backend, ScoringBackend):
         backend = backend()
     if not isinstance(backend, ScoringBackend):
@@ -181,11 +186,11 @@ def names() -> list[str]:
 
 def find(name: Any) -> ScoringBackend | None:
     """The backend called `name`, or None if no shipped backend or entry point has it."""
+    if not isinstance(name, str):  # a registry's `backend:` may hold anything YAML spells
+        return None
     if name in SHIPPED:
         return SHIPPED[name]
-    if isinstance(name, str) and name in _entry_points():
-        return _load_point(name)
-    return None
+    return _load_point(name) if name in _entry_points() else None
 
 
 def get(name: Any, where: str = "backend") -> ScoringBackend:
