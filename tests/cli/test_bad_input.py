@@ -401,6 +401,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("plan-count", ["plan", "--count", "0"], ["--count", "0"]),
     ("plan-profile", ["plan", "--profile", "nope"], ["--profile", "nope"]),
     ("plan-model", ["plan", "--models", "gpt-9"], ["--models", "gpt-9"]),
+    ("leaderboard-store-scheme", ["leaderboard", "--store", "ftp://x", "--out", "{out}"], ["--store", "ftp://x"]),
     # ------------------------------------------------------------------ finetune
     ("ft-model", ["finetune", "train", "--model", "gpt-9", "--benchmark", V + "/bench_images.parquet", "--negatives", "swap", "--out", "{out}"], ["--model", "gpt-9"]),
     ("ft-negatives", ["finetune", "train", "--model", "tiny-clip", "--benchmark", V + "/bench_images.parquet", "--negatives", "all", "--out", "{out}"], ["--negatives", "all"]),
