@@ -10,6 +10,7 @@ constraints IMAGE           resolve that image's extras (plus the build requirem
 lock KIND REFERENCE DIGEST  record a pushed image in images/lock.json
 push BUILDER DIR KIND=TAG.. push each built image, then write the lock for all of them at once
                             (none when any push is refused: one line says which and why)
+locked KIND [--by-digest]   the lock's image of KIND: tag@digest, or name@digest
 verify DIST KIND...         every image the compiled YAML in DIST names, of the kinds pushed: by
                             the locked digest, and the registry holds it (skopeo inspect)
 builder                     the engine `make images` uses, and why, on one line (stderr); a
@@ -237,6 +238,20 @@ def push_all(builder: str, work: Path, pairs: list[str]) -> None:
 IMAGE_LINE = re.compile(r"^\s*(?:-\s+)?image:\s*['\"]?([^'\"\s]+)", re.MULTILINE)
 
 
+def untagged(reference: str) -> str:
+    """An image name without its tag (skopeo and buildah take a tag or a digest, not both)."""
+    name = reference.split("@")[0]
+    return name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+
+
+def locked(kind: str, by_digest: bool) -> str:
+    lock = json.loads(LOCK.read_text()) if LOCK.exists() else {}
+    if kind not in lock:
+        sys.exit(f"imagetool: {LOCK} locks no {kind} image; `make push IMAGES={kind}` first")
+    image, digest = lock[kind]["image"], lock[kind]["digest"]
+    return f"{untagged(image) if by_digest else image}@{digest}"
+
+
 def verify(dist: Path, kinds: list[str]) -> None:
     """Every `image:` of the compiled pipelines and jobs in `dist` whose kind was pushed: named
     by the digest the lock holds, and that digest in the registry; one line per image."""
@@ -255,9 +270,7 @@ def verify(dist: Path, kinds: list[str]) -> None:
         if reference != wanted:
             bad.append(f"{reference}: not the locked {wanted}")
             continue
-        name = reference.split("@")[0]
-        if ":" in name.rsplit("/", 1)[-1]:  # skopeo takes a tag or a digest, not both
-            name = name.rsplit(":", 1)[0]
+        name = untagged(reference)
         done = subprocess.run(["skopeo", "inspect", *_tls(), "--no-tags", "--format",
                                "{{.Digest}}", f"docker://{name}@{lock[kind]['digest']}"],
                               capture_output=True, text=True)  # fmt: skip
@@ -323,6 +336,8 @@ def main(argv: list[str]) -> None:
         write_lock(*args)
     elif verb == "push" and len(args) >= 3:
         push_all(args[0], Path(args[1]), args[2:])
+    elif verb == "locked" and len(args) in (1, 2) and args[1:] in ([], ["--by-digest"]):
+        print(locked(args[0], bool(args[1:])))
     elif verb == "verify" and len(args) >= 2:
         verify(Path(args[0]), args[1:])
     elif verb == "builder" and len(args) <= 1:

@@ -74,14 +74,13 @@ def image():
         mount = subprocess.run([*BUILDAH, "mount", box], capture_output=True, text=True,
                                check=True).stdout.strip()  # fmt: skip
         Path(mount, "what").write_text(text)
-        subprocess.run([*BUILDAH, "commit", "--quiet", "--rm", box, tag], check=True,
-                       capture_output=True)  # fmt: skip
-        made.append(tag)
+        made.append(subprocess.run([*BUILDAH, "commit", "--quiet", "--rm", box, tag],
+                                   check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
         return tag
 
     yield commit
-    for tag in made:
-        subprocess.run([*BUILDAH, "rmi", "--force", tag], capture_output=True)
+    for image_id in made:  # by id: a tag committed twice leaves the first image untagged
+        subprocess.run([*BUILDAH, "rmi", "--force", image_id], capture_output=True)
 
 
 def _tool(*args: str, lock: Path) -> subprocess.CompletedProcess:
