@@ -137,3 +137,28 @@ def test_kustomizations_name_existing_files_and_the_secret_is_a_template():
     assert set(secret["stringData"].values()) == {""}
     base = yaml.safe_load((ROOT / "manifests/base/kustomization.yaml").read_text())
     assert "secret.template.yaml" not in base["resources"]
+
+
+def test_the_example_ci_workflows_run_the_script_ci_runs_here():
+    """examples/ci/: both workflows run .ci/release (which .ci/images runs against a real
+    registry) and examples/ci/checks.sh, and take the registry and KFP credentials from the
+    platform's secrets, never from the file."""
+    ci_images = (ROOT / ".ci" / "images").read_text()
+    assert "LOCAL_REGISTRY=1 PULL=1" in ci_images and ".ci/release" in ci_images
+    github = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yml").read_text())
+    gitlab = yaml.safe_load((ROOT / "examples" / "ci" / "gitlab-ci.yml").read_text())
+    steps = [s.get("run", "") for s in github["jobs"]["release"]["steps"]]
+    assert any(".ci/release" in run for run in steps)
+    assert any("examples/ci/checks.sh" in run for run in steps)
+    assert github[True]["push"]["tags"] == ["v*"]  # YAML 1.1 reads `on` as true
+    script = gitlab["release"]["script"]
+    assert any(".ci/release" in line for line in script)
+    assert any("examples/ci/checks.sh" in line for line in script)
+    assert gitlab["release"]["rules"] == [{"if": "$CI_COMMIT_TAG"}]
+    env = github["jobs"]["release"]["env"]
+    assert env["AUTOCOMP_IMAGE_REGISTRY"] == "${{ secrets.REGISTRY }}"
+    assert env["KFP_TOKEN"] == "${{ secrets.KFP_TOKEN }}"
+    for path in (ROOT / ".ci" / "release", ROOT / "examples" / "ci" / "checks.sh"):
+        assert os.access(path, os.X_OK), path
+    done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "release")], capture_output=True)
+    assert done.returncode == 0, done.stderr
