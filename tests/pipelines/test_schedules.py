@@ -132,3 +132,29 @@ def test_a_package_for_another_backend_names_both_and_the_command_that_fits(dist
     assert f"the server at {api.host} runs KFP 2.5.0 (healthz tag_name)" in err
     assert f"recompile for it: autocomp compile --out {dist} --backend 2.5.0" in err
     assert [r for r in api.requests if r["path"].endswith("/runs")] == []
+
+
+def test_multi_user_schedules_are_per_namespace(dist_for, capsys):
+    dist = dist_for()
+    api = KfpStandIn(multi_user=True, users={"s3ss": "alice@example.com", "b0b": "bob@x.org"},
+                     access={"alice@example.com": {"team-a"}, "bob@x.org": {"team-b"}})  # fmt: skip
+    alice = ["--cookies", "oauth2_proxy_kubeflow=s3ss", "--namespace", "team-a"]
+    bob = ["--cookies", "oauth2_proxy_kubeflow=b0b", "--namespace", "team-b"]
+    try:
+        assert main(_verb("upload", api, dist, "--cookies", "oauth2_proxy_kubeflow=s3ss")) == 0
+        assert main(_verb("schedule", api, dist, *alice, *WEEKLY, "--cron", "@weekly")) == 0
+        assert main(_verb("schedule", api, dist, *bob, *WEEKLY, "--cron", "@weekly")) == 0
+        assert [r["namespace"] for r in api.recurring] == ["team-a", "team-b"]  # one each
+        capsys.readouterr()
+        assert main(_verb("schedule", api, dist, *alice, "pause", "--name", "weekly")) == 0
+        assert [r["status"] for r in api.recurring] == ["DISABLED", "ENABLED"]
+        assert main(_verb("schedule", api, dist, *bob, "list")) == 0
+        assert "ENABLED" in capsys.readouterr().out
+        # alice in bob's namespace: the server's own refusal, one line
+        ns_b = ["--cookies", "oauth2_proxy_kubeflow=s3ss", "--namespace", "team-b"]
+        assert main(_verb("schedule", api, dist, *ns_b, "list")) == 2
+        err = capsys.readouterr().err
+        assert "HTTP 403: User 'alice@example.com' is not authorized" in err
+        assert err.count("\n") == 1
+    finally:
+        api.close()
