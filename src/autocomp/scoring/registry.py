@@ -1,6 +1,6 @@
 """The model registry: which models autocomp scores, with what backend, weights and resources.
 
-Data in `autocomp/models/registry.yaml` (see its header); this module loads and validates it.
+Data in `autocomp/scoring/registry.yaml` (see its header); this module loads and validates it.
 The list of backends is one dict: backend name -> the module and class that implements it.
 """
 

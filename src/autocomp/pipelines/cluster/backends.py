@@ -28,7 +28,6 @@ from autocomp.errors import UsageError
 
 Version = tuple[int, int, int]
 KFP = "kubeflow/pipelines"
-ARGO = "argoproj/argo-workflows"
 MANIFESTS = "kubeflow/manifests"
 
 # The backend release tags read (kubeflow/pipelines); NEWEST_READ: the newest of them.
@@ -101,9 +100,6 @@ FIELDS: dict[str, Version] = {
     "imagePullSecret.secretNameParameter": (2, 5, 0),
     "activeDeadlineSeconds": (2, 2, 0),
 }
-FIELDS_SOURCE = (
-    f"{KFP} {_PROTO} at 8b2a099e8c9f (2.2.0), d911c8b73b49 (2.3.0-2.4.x), each tag from 2.5.0"
-)
 
 
 def accepted(path: str, version: Version) -> bool:

@@ -35,7 +35,6 @@ DESIGN_PROFILE = "paper"
 PAPER = "paper Table 22 (A100)"
 SURVIVAL = 0.47  # paper Table 22: ~47 % of images pass the object/background checks
 CAPTION_BYTES = 114e6 / 14_961_307  # measured, zstd Parquet (docs/performance.md)
-CAPTION_CHARS = 60  # upper bound of one candidate caption in memory, uncompressed
 TOKENS_PER_CAPTION = 20  # measured: Color N=3 candidates cut to 16-24 tokens (performance.md)
 ROW_BYTES = 1_000  # a table row on disk (concepts, captions, render, verdicts), upper bound
 ROW_MEMORY = 2_000  # a table row as a Python dict, upper bound

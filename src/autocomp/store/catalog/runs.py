@@ -67,10 +67,6 @@ class ScoreRun:
 
     # ------------------------------------------------------------------ before any work
 
-    def part_names(self) -> list[str]:
-        """Every part the folder holds, scores and predictions (what a run added, compared)."""
-        return sorted(str(p.relative_to(self.folder)) for p in self.folder.glob("*/part-*"))
-
     def check(self, record: dict[str, Any], rows: int) -> None:
         """A resumed run must be of the same model, weights, benchmark and mode, and may only
         extend its --limit (`rows`: the benchmark's); checked before any work. Sets `upgrade`
