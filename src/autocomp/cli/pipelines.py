@@ -164,7 +164,17 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
-    """Register the pipeline verbs."""
+    """Register the pipeline verbs, in the order `autocomp --help` lists them."""
+    _add_run(verbs)
+    _add_compile(verbs)
+    _add_prefetch(verbs)
+    _add_upload(verbs)
+    _add_doctor(verbs)
+    _add_submit_and_schedule(verbs)
+
+
+def _add_run(verbs: argparse._SubParsersAction) -> None:
+    """`run`: both pipelines on this machine (kfp.local)."""
     tiny = PROFILES["tiny"]
     p = verbs.add_parser(
         "run",
@@ -207,6 +217,9 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=_run)
 
+
+def _add_compile(verbs: argparse._SubParsersAction) -> None:
+    """`compile`: the pipelines to YAML, for one KFP backend."""
     p = verbs.add_parser("compile", help="compile the Kubeflow pipelines to YAML")
     p.add_argument("--out", default="dist", help="output folder (default dist)")
     p.add_argument(
@@ -243,33 +256,38 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=_compile)
 
-    def client_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
-        p.add_argument(
-            "--token-env",
-            default="KFP_TOKEN",
-            help="environment variable holding a bearer token (default KFP_TOKEN; oauth2-proxy)",
-        )
-        p.add_argument(
-            "--token-file",
-            default=None,
-            help="a file holding the token: a projected ServiceAccount token with audience "
-            "pipelines.kubeflow.org (default: $KF_PIPELINES_SA_TOKEN_PATH, or the file the "
-            "access-ml-pipeline PodDefault mounts)",
-        )
-        p.add_argument(
-            "--cookies",
-            default=None,
-            help="session cookie of a Dex login, "
-            "'oauth2_proxy_kubeflow=...' on Kubeflow 1.9-1.11 (default: $KFP_COOKIES)",
-        )
-        p.add_argument("--ca-cert", default=None, help="CA bundle (PEM) of a private endpoint")
-        p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow; "
-                       "default: $KFP_NAMESPACE)")  # fmt: skip
-        p.add_argument("--kfp-version", default=None, help="the KFP backend version, where the "
-                       "server says 'unknown' and its ConfigMap is not readable")  # fmt: skip
-        p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
 
+def _client_args(p: argparse.ArgumentParser) -> None:
+    """The options of every verb that talks to a KFP endpoint."""
+    p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
+    p.add_argument(
+        "--token-env",
+        default="KFP_TOKEN",
+        help="environment variable holding a bearer token (default KFP_TOKEN; oauth2-proxy)",
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="a file holding the token: a projected ServiceAccount token with audience "
+        "pipelines.kubeflow.org (default: $KF_PIPELINES_SA_TOKEN_PATH, or the file the "
+        "access-ml-pipeline PodDefault mounts)",
+    )
+    p.add_argument(
+        "--cookies",
+        default=None,
+        help="session cookie of a Dex login, "
+        "'oauth2_proxy_kubeflow=...' on Kubeflow 1.9-1.11 (default: $KFP_COOKIES)",
+    )
+    p.add_argument("--ca-cert", default=None, help="CA bundle (PEM) of a private endpoint")
+    p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow; "
+                   "default: $KFP_NAMESPACE)")  # fmt: skip
+    p.add_argument("--kfp-version", default=None, help="the KFP backend version, where the "
+                   "server says 'unknown' and its ConfigMap is not readable")  # fmt: skip
+    p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
+
+
+def _add_prefetch(verbs: argparse._SubParsersAction) -> None:
+    """`prefetch`: every model the pipelines load, into a hub cache."""
     p = verbs.add_parser(
         "prefetch",
         help="download every model the pipelines load into a hub cache (the warm-up Job)",
@@ -282,13 +300,19 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true", help="print what would be downloaded")
     p.set_defaults(run=_prefetch)
 
+
+def _add_upload(verbs: argparse._SubParsersAction) -> None:
+    """`upload`: create or version the compiled pipelines on KFP."""
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
-    client_args(p)
+    _client_args(p)
     p.add_argument("--pipeline", choices=PIPELINES, default=None, help="one pipeline (default all)")
     p.set_defaults(run=_upload)
 
+
+def _add_doctor(verbs: argparse._SubParsersAction) -> None:
+    """`doctor`: check a cluster before the first run."""
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
-    client_args(p)
+    _client_args(p)
     p.add_argument("--store", default=None, help="the store the pipelines use, e.g. s3://b/runs")
     p.add_argument(
         "--model", dest="models", action="append", default=[], help="a model to place (repeatable)"
@@ -301,12 +325,15 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=_doctor)
 
+
+def _add_submit_and_schedule(verbs: argparse._SubParsersAction) -> None:
+    """`submit` (one run) and `schedule` (a recurring run) of an uploaded pipeline."""
     for verb, helptext in (
         ("schedule", "create a recurring run of an uploaded pipeline"),
         ("submit", "start one run of an uploaded pipeline"),
     ):
         p = verbs.add_parser(verb, help=helptext)
-        client_args(p)
+        _client_args(p)
         p.add_argument("--pipeline", choices=PIPELINES, required=True)
         p.add_argument("--name", required=True, help="run name")
         p.add_argument(
