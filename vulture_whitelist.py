@@ -28,8 +28,10 @@ _.readinto
 _.readall
 __getattr__  # a module's lazy attributes (PEP 562: pipelines/, scoring/)
 
-# named in a string: the scoring registry's "module:Class" (scoring/registry.py)
+# named in a string: a backend's "module:Class" (scoring/backends.py), a field
+# compared by name (pipelines/cluster/recurring.py: same)
 VlmScorer
+_.no_catchup
 
 # parameters a caller's signature fixes
 trace  # __exit__(kind, error, trace)
