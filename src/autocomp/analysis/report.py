@@ -30,7 +30,7 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,12 +51,29 @@ from autocomp.store.catalog.ids import check_component
 from autocomp.store.outputs import check_output
 from autocomp.store.paths import check_apart
 
+if TYPE_CHECKING:
+    from autocomp.store.storage import Store
+
+
+class Written(TypedDict):
+    """What a report wrote: the page, the long tables (and their row counts), the paper-layout
+    tables, the figures, the notes of what was left out and the caveats of the whole run."""
+
+    html: Path
+    tables: list[str]
+    rows: dict[str, int]
+    paper: list[str]
+    figures: list[str]
+    omitted: list[str]
+    computed_on: list[str]
+
+
 REPORT_FOLDER = (
     "report"  # <run>/report: where a run's report goes (`report --run R`, `autocomp run`)
 )
 
 
-def _concepts(predictions: Any) -> set[str]:
+def _concepts(predictions: pa.Table | None) -> set[str]:
     """The concepts a predictions table holds items of."""
     from autocomp.store.catalog.ids import concept_of
 
@@ -77,7 +94,7 @@ def report_stage(
     seed: int = 0,
     title: str | None = None,
     compare: list[str | Path] | None = None,
-) -> dict[str, Any]:
+) -> Written:
     """Write index.html, tables/<name>.{csv,parquet,tex} into `out`; return what was written.
     `compare`: run folders of the same concept set rendered by other generators (Table 9), each
     named by its folder name."""
@@ -93,7 +110,7 @@ def report_stage(
 
 def _write_report(
     run: str | Path, out: str | Path, seed: int, title: str, compare: dict[str, Path]
-) -> dict[str, Any]:
+) -> Written:
     """The report of the run folder `run`, its generator named `title` in the comparison with
     `compare` (generator name -> run folder)."""
     out = Path(out)
@@ -196,7 +213,7 @@ def _not_scores(path: str) -> bool:
     return not path.startswith("scores/")
 
 
-def assemble_run(store: Any, name: str, run: Path, option: str = "name") -> Path:
+def assemble_run(store: Store, name: str, run: Path, option: str = "name") -> Path:
     """Fetch benchmark `name` of a store into a run folder: benchmarks/<name> as benchmark/,
     every results/<name>/<model> as results/<model>, and human/<name>, judges/<name> when the
     store has them."""
@@ -219,7 +236,7 @@ def assemble_run(store: Any, name: str, run: Path, option: str = "name") -> Path
 
 def report_from_store(
     store: str, name: str | None, out: str | Path, seed: int = 0, compare: list[str] | None = None
-) -> dict[str, Any]:
+) -> Written:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
     from autocomp.store.stores import open_store
