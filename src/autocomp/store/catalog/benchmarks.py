@@ -81,6 +81,12 @@ class Benchmark:
     rows: int
     store: str | None = None  # the store and name it was fetched from, if any
     name: str | None = None
+    given: str = ""  # the location as the caller wrote it (provenance names it so)
+
+    @property
+    def shown(self) -> str:
+        """How a provenance document names the benchmark: as it was given."""
+        return self.given or str(self.path)
 
     @property
     def published(self) -> bool:
@@ -185,12 +191,12 @@ def _same_schema(folder: Path, files: list[Path]) -> pa.Schema:
 
 def open_benchmark(path: str | Path) -> Benchmark:
     """A benchmark from a Parquet table or a folder of parts (see the module doc)."""
-    path = Path(path)
+    given, path = str(path), Path(path)
     if path.is_dir():
         files = _parts(path)
         schema = _same_schema(path, files)
         rows = sum(open_parquet(f, "benchmark").metadata.num_rows for f in files)
-        return Benchmark(path, tuple(files), schema, rows)
+        return Benchmark(path, tuple(files), schema, rows, given=given)
     if not path.exists() and path.suffix != ".parquet" and "/" not in str(path):
         raise UsageError(
             "benchmark",
@@ -199,7 +205,7 @@ def open_benchmark(path: str | Path) -> Benchmark:
             "with --store URI",
         )
     source = open_parquet(path, "benchmark")
-    return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows)
+    return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows, given=given)
 
 
 def as_benchmark(source: str | Path | Benchmark) -> Benchmark:
