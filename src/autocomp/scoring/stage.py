@@ -113,8 +113,8 @@ def score(
                 name = source.name or PurePosixPath(str(results)).name
                 made_by = {"stage": "score", "model": entry.name, "benchmark": name}
                 published.publish(entry.name, run, made_by)
-        folders = [run.folder for _, run, _ in runs]
-        table = collect_runs(earlier_runs(out, folders, source.digest) + folders, out)
+        earlier = earlier_runs(out, [run.folder for _, run, _ in runs], source.digest)
+        table = collect_runs([*earlier, *(run for _, run, _ in runs)], out)  # runs as held
         report_failed(out, failed)
         return table
 
