@@ -3,7 +3,8 @@ scripts). It opens with what the report is computed on (analysis/scope.py); the 
 tables (percent, with intervals) come next, then the figures, then every other analysis; the
 long tables the paper tables are cut from are folded away (they are in tables/*.csv). Every
 table and figure shows its caveats (rejected samples kept, fallback captions, empty input) right
-under its title."""
+under its title. The analyses, their titles, notes and order come from the table registry
+(analysis/tables.py); the page reads the run (RunData) and its tables (ReportTables) only."""
 
 from __future__ import annotations
 
