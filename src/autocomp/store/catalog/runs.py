@@ -335,12 +335,14 @@ def read_predictions(folder: str | Path) -> pa.Table:
     return ScoreRun(folder).read_predictions()
 
 
-def collect_runs(folders: Sequence[str | Path], out: str | Path) -> pa.Table:
-    """One summary table over several score runs (each folder: one model's run), written to
-    <out>/summary.parquet; folders without a summary (or with an empty one) are left out."""
+def collect_runs(folders: Sequence[str | Path | ScoreRun], out: str | Path) -> pa.Table:
+    """One summary table over several score runs (each: one model's run, a folder or the
+    ScoreRun a stage already holds), written to <out>/summary.parquet; runs without a summary
+    (or with an empty one) are left out."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    found = (ScoreRun(f).read_summary() for f in folders)
+    found = (f.read_summary() if isinstance(f, ScoreRun) else ScoreRun(f).read_summary()
+             for f in folders)  # fmt: skip
     tables = [t for t in found if t is not None and t.num_rows]
     table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     write_table(table, out / SUMMARY_FILE, provenance("summary", runs=len(folders)))
