@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
 from autocomp.store.catalog.runs import RUN_FILE, SUMMARY_FILE, ScoreRun, summarize_parts
-from autocomp.store.storage import Store, manifest_entry
+from autocomp.store.storage import Store, manifest_entry, open_verified
 from autocomp.store.work import PartLog, work_prefix
 
 WEIGHTS = ("weights", "architecture", "model_class", "revision")
@@ -68,7 +68,10 @@ class StoredRun:
     def _read(self, index: int, sub: str, columns: list[str] | None = None) -> pa.Table:
         rel = f"{sub}/{_part(index)}"
         entry = manifest_entry(self.parts[index], rel)
-        handle = self.target.open(f"{self.log.name(index)}/{rel}", entry["size"])
+        name = self.log.name(index)
+        fix = (f"delete {name} from the store (its items are then scored again) and re-run the "
+               "step")  # fmt: skip
+        handle = open_verified(self.target, f"{name}/{rel}", entry["size"], entry["sha256"], fix)
         return pq.read_table(handle, columns=columns)
 
     def resume(self) -> tuple[set[str], int]:
