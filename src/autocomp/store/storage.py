@@ -126,7 +126,11 @@ _check_name = check_key  # the name it had
 def _verify(folder: Path, manifest: dict[str, Any]) -> None:
     for f in manifest["files"]:
         if file_sha256(folder / f["path"]) != f["sha256"]:
-            raise StorageError(f"{f['path']}: content does not match the manifest's SHA-256")
+            raise StorageError(
+                f"{manifest.get('name', '')}: {f['path']}: content does not match the "
+                "manifest's SHA-256 (changed after it was written, or damaged in transit): "
+                "fetch it again; if it fails again, publish the output again"
+            )
 
 
 def _fetch_verified(
@@ -198,19 +202,19 @@ VERIFY_BLOCK = 8 * 1024 * 1024
 def open_verified(store: Any, key: str, size: int, sha256: str, fix: str) -> IO[bytes]:
     """An object of a complete output, opened for reading by range (what pyarrow streams a
     Parquet part from) once its bytes are known to be the manifest's: the first open in this
-    process reads it whole, in order (one sequential pass, READ_AHEAD blocks), and compares its
-    size and SHA-256 with the manifest's; a part changed in place (same size or not) or cut
+    process reads it whole, in order (one sequential pass), and compares its SHA-256 with the
+    manifest's (every open compares its size); a part changed in place (same size or not) or cut
     short is one StorageError naming the key and `fix`, before anything is read from it. The
     store route (`score --store`, which downloads and verifies first) refuses the same part."""
+    where = f"store {store.uri}: {key}"
+    found = store.stat(key)  # every open: a part cut short since is caught before it is read
+    if found is None:
+        raise StorageError(f"{where}: the object its manifest names is missing; {fix}")
+    if found.size != size:
+        raise StorageError(f"{where}: {found.size} bytes where its manifest says {size} (cut "
+                           f"short or replaced after it was written); {fix}")  # fmt: skip
     mark = (store.uri, key, sha256)
     if mark not in _VERIFIED:
-        where = f"store {store.uri}: {key}"
-        found = store.stat(key)
-        if found is None:
-            raise StorageError(f"{where}: the object its manifest names is missing; {fix}")
-        if found.size != size:
-            raise StorageError(f"{where}: {found.size} bytes where its manifest says {size} (cut "
-                               f"short or replaced after it was written); {fix}")  # fmt: skip
         digest = hashlib.sha256()
         handle = store.open(key, size)
         try:

@@ -30,6 +30,21 @@ def file_path(uri: str) -> str:
     return unquote(parsed.path)
 
 
+def local_root(uri: str | Path | None) -> Path | None:
+    """The folder of a local store URI (None for none given or an S3 store): what an output
+    folder must stay apart from (store/paths.py check_apart), so no verb writes into a store's
+    root or a published output there by path."""
+    if uri is None or str(uri) == "":
+        return None
+    text = str(uri)
+    parsed = urlparse(text)
+    if parsed.scheme == "file":
+        return Path(file_path(text))
+    if parsed.scheme and len(parsed.scheme) > 1:
+        return None
+    return Path(text)
+
+
 def open_store(uri: str | Path, **options: Any) -> Store:
     """The store for a URI: a path or file:// (local folder), s3://bucket/prefix (S3/MinIO)."""
     from autocomp.store.local import LocalStore
