@@ -325,15 +325,20 @@ def rules_434(call: Call, found: Route, policy: dict, user: str,
 class Profile:
     """The keys of one profile namespace on one KFP release, and what was asked of them."""
 
-    release: str  # "2.15.0", "2.16.1", "2.17.0"
+    release: str  # "2.15.0", "2.16.1", "2.17.0"; "iam": `policy` evaluated as 4.34/AWS do
     namespace: str = "team"
     seen: list[tuple[str, str, bool, str]] = field(default_factory=list)
+    policy: dict | None = None  # a user policy of one's own (release "iam"), no bucket policy
 
     def decide(self, call: Call) -> tuple[bool | None, str]:
         """(allowed, the rule); allowed None: a request the stand-in does not model."""
         found = route(call)
         if found is None:
             return None, f"{call.method} {call.bucket}/{call.key} {call.query}: not modelled"
+        if self.policy is not None:
+            ok, why = rules_434(call, found, self.policy, self.namespace)
+            self.seen.append((found.operation, call.key or call.query.get("prefix", ""), ok, why))
+            return ok, why
         policy = profile_policy(self.release, self.namespace)
         if self.release >= "2.17":
             ok, why = rules_434(call, found, policy, self.namespace, bucket_policy_217())

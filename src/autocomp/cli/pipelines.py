@@ -77,7 +77,7 @@ def _schedule(args: argparse.Namespace) -> None:
 
     run_id = schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
                               args.experiment, args.max_concurrency, args.catchup,
-                              _note(args), **_where(args))  # fmt: skip
+                              _note(args), args.store_capacity, **_where(args))  # fmt: skip
     print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
 
 
@@ -85,7 +85,7 @@ def _submit(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.client import submit_package
 
     run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
-                            _note(args), **_where(args))  # fmt: skip
+                            _note(args), args.store_capacity, **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
 
 
@@ -99,7 +99,8 @@ def _doctor(args: argparse.Namespace) -> None:
         if not check_store(Report(), args.store, "from here"):
             raise SystemExit(1)
         return
-    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"]):
+    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"],
+                  args.store_capacity):  # fmt: skip
         raise SystemExit(1)
 
 
@@ -270,6 +271,15 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
                        "server says 'unknown' and its ConfigMap is not readable")  # fmt: skip
         p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
 
+    def capacity_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--store-capacity",
+            default=None,
+            metavar="SIZE",
+            help="the room of the store, e.g. 2Ti: a run the capacity plan says does not fit "
+            "is refused (KFP's own bucket mlpipeline: 20Gi, known)",
+        )
+
     p = verbs.add_parser(
         "prefetch",
         help="download every model the pipelines load into a hub cache (the warm-up Job)",
@@ -290,6 +300,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
     client_args(p)
     p.add_argument("--store", default=None, help="the store the pipelines use, e.g. s3://b/runs")
+    capacity_arg(p)
     p.add_argument(
         "--model", dest="models", action="append", default=[], help="a model to place (repeatable)"
     )
@@ -318,6 +329,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
             "against the compiled pipeline in --dist",
         )
         p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
+        capacity_arg(p)
         if verb == "schedule":
             p.add_argument(
                 "--cron",

@@ -193,8 +193,8 @@ class S3Store:
                     raise self._usage_error(what, exc, action, key) from None
                 if attempt == self.retries:
                     raise StorageError(
-                        f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable, "
-                        f"failed after {self.retries + 1} attempts ({_brief(exc)}); check "
+                        f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable or "
+                        f"failing, failed after {self.retries + 1} attempts ({_brief(exc)}); check "
                         f"{ENDPOINT_ENV} and that the server answers, then {RESUME_NOTE} (the "
                         "output stays unpublished: no manifest)"
                     ) from exc

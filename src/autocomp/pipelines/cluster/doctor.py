@@ -490,7 +490,26 @@ def load_packages(report: Report, dist: str | Path) -> Packages:
     return found
 
 
-def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str]) -> bool:
+def check_room(report: Report, packages: Packages, store: str | None,
+               declared: str | None) -> None:  # fmt: skip
+    """Whether a run of generate_benchmark with the package's defaults (and the store) fits
+    the store (storecap.py): one line."""
+    from autocomp.pipelines.cluster.storecap import check_package_room
+
+    pipeline = "generate_benchmark"
+    if pipeline not in packages:
+        return
+    params = {"store": store} if store else {}
+    try:
+        said = check_package_room(pipeline, params, packages[pipeline][1][0], declared)
+    except UsageError as exc:
+        report.line("FAIL", "capacity", str(exc))
+        return
+    report.line("PASS" if "room" in said else "SKIP", "capacity", said)
+
+
+def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str],
+           store_capacity: str | None = None) -> bool:  # fmt: skip
     """Run every check, print one line each; True when nothing failed. The models are checked
     first (an unknown name is a usage error, not a passed check)."""
     from autocomp.pipelines.cluster.plan import ALL
@@ -503,6 +522,7 @@ def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list
     packages = load_packages(report, dist)
     check_kfp(report, endpoint, packages)
     check_cluster(report, endpoint.namespace or "kubeflow", packages, models, store)
+    check_room(report, packages, store, store_capacity)
     print(
         "doctor: " + (f"{report.failed} check(s) failed" if report.failed else "all checks passed")
     )
