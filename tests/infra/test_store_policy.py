@@ -236,3 +236,30 @@ def test_the_requests_autocomp_gave_up_are_the_ones_the_policies_refuse(profile,
     assert bulk is new
     with pytest.raises(S3Error, match="AccessDenied"):  # no region: GetBucketLocation first
         Minio(host, "team-key", "team-secret", secure=False).stat_object("mlpipeline", "shared/x")
+
+
+@pytest.mark.slow
+@pytest.mark.infra
+@pytest.mark.parametrize("profile", ["2.15.0", "2.17.0"], indirect=True)
+def test_a_score_step_commits_resumes_and_publishes_under_the_profile_policy(profile, tmp_path):
+    """The pipelines' score step as it runs (scoring.score streaming a published benchmark,
+    committing parts, publishing the run), then again (the published run is taken)."""
+    from autocomp.config import ScoreConfig
+    from autocomp.scoring import score
+    from autocomp.store.catalog.benchmarks import open_published
+    from autocomp.store.publish import publish_stage
+    from autocomp.store.stores import open_store
+
+    store = f"s3://mlpipeline/shared/score-{profile.release}"
+    bench = _benchmark(tmp_path)
+    publish_stage(bench, tmp_path / "render", tmp_path / "work", store, "b1")
+    config = ScoreConfig(device="cpu", max_candidates=20)
+    first = score(["tiny-clip"], open_published(store, "b1"), tmp_path / "a", config,
+                  store=store, results="results/b1")  # fmt: skip
+    again = score(["tiny-clip"], open_published(store, "b1"), tmp_path / "b", config,
+                  store=store, results="results/b1")  # fmt: skip
+    assert again.equals(first) and profile.refused == []
+    target = open_store(store)
+    assert target.manifest("results/b1/tiny-clip") is not None
+    assert [o.key for o in target.list("work/score")] == []  # the parts' log is cleared
+    assert {"CopyObject", "DeleteObject"} <= {s[0] for s in profile.seen}
