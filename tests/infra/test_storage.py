@@ -74,7 +74,7 @@ class Relay:
                 s.shutdown(socket.SHUT_RDWR)
 
 
-BUCKETS = ("autocomp", "bench", "mlpipeline", "bucket")
+BUCKETS = ("autocomp", "bench", "mlpipeline", "bucket", "autocomp-runs")
 
 
 def make_buckets(port: int, names: tuple[str, ...] = BUCKETS) -> None:
