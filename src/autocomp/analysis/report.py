@@ -239,9 +239,10 @@ def report_from_store(
 ) -> Written:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
-    from autocomp.store.stores import open_store
+    from autocomp.store.stores import local_root, open_store
 
     check_seed(seed)
+    check_apart(out, {"store": local_root(store)})  # never into the store or what it publishes
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")
     check_component("name", name)

@@ -91,7 +91,7 @@ def _schedule(args: argparse.Namespace) -> None:
 
     schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
                      args.experiment, args.max_concurrency, args.catchup,
-                     _note(args), done, **_where(args))  # fmt: skip
+                     _note(args), done, args.store_capacity, **_where(args))  # fmt: skip
 
 
 def _manage_schedules(args: argparse.Namespace) -> None:
@@ -121,7 +121,8 @@ def _submit(args: argparse.Namespace) -> None:
 
     said: dict[str, str] = {}
     run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
-                            _note(args), said=said, **_where(args))  # fmt: skip
+                            _note(args), said=said, store_capacity=args.store_capacity,
+                            **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
     print(f"  ui:        {said['ui']}")
     if said.get("publishes"):
@@ -140,7 +141,8 @@ def _doctor(args: argparse.Namespace) -> None:
         if not check_store(Report(), args.store, "from here"):
             raise SystemExit(1)
         return
-    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"]):
+    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"],
+                  args.store_capacity):  # fmt: skip
         raise SystemExit(1)
 
 
@@ -327,6 +329,17 @@ def _client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
 
 
+def _capacity_arg(p: argparse.ArgumentParser) -> None:
+    """--store-capacity: the store's room, for the capacity check of submit, schedule, doctor."""
+    p.add_argument(
+        "--store-capacity",
+        default=None,
+        metavar="SIZE",
+        help="the room of the store, e.g. 2Ti: a run the capacity plan says does not fit "
+        "is refused (KFP's own bucket mlpipeline: 20Gi, known)",
+    )
+
+
 def _add_prefetch(verbs: argparse._SubParsersAction) -> None:
     """`prefetch`: every model the pipelines load, into a hub cache."""
     p = verbs.add_parser(
@@ -355,6 +368,7 @@ def _add_doctor(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
     _client_args(p)
     p.add_argument("--store", default=None, help="the store the pipelines use, e.g. s3://b/runs")
+    _capacity_arg(p)
     p.add_argument(
         "--model", dest="models", action="append", default=[], help="a model to place (repeatable)"
     )
@@ -397,6 +411,7 @@ def _add_submit_and_schedule(verbs: argparse._SubParsersAction) -> None:
             "against the compiled pipeline in --dist",
         )
         p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
+        _capacity_arg(p)
         if verb == "schedule":
             p.add_argument(
                 "--cron",

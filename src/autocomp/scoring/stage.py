@@ -47,6 +47,7 @@ from autocomp.store.catalog.runs import (
 )
 from autocomp.store.outputs import output_folder
 from autocomp.store.paths import check_apart
+from autocomp.store.stores import local_root
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -81,7 +82,7 @@ def score(
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
     local = None if store or isinstance(benchmark, Benchmark) else benchmark
-    check_apart(out, {"benchmark": local, "images": config.images})  # before any probe write
+    check_apart(out, {"benchmark": local, "images": config.images, "store": local_root(store)})
     check_out(out)
     found = locate(benchmark, store)  # the one resolution: opened, or a published name
     check_images(config)

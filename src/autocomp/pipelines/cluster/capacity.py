@@ -150,13 +150,23 @@ def _image_bytes(profile: Any) -> float:
 
 
 def plan(
-    profile_name: str = DESIGN_PROFILE, count: int | None = None, models: Any = ("all",)
+    profile_name: str = DESIGN_PROFILE,
+    count: int | None = None,
+    models: Any = ("all",),
+    specs: str | None = None,
 ) -> Plan:
     """The plan of a run of `profile_name` at `count` concepts per family:N (default: the
-    profile's) scoring `models` (names, or ["all"])."""
+    profile's) scoring `models` (names, or ["all"]); `specs`: the run's family:N pairs, when
+    not the profile's."""
+    import dataclasses
+
     from autocomp.config import get_profile
 
     profile = get_profile(profile_name)
+    if specs:
+        profile = dataclasses.replace(
+            profile, sample=dataclasses.replace(profile.sample, specs=specs)
+        )
     count = count or profile.sample.count
     concepts, capped = _concepts(profile, count)
     survival = 1.0 if profile.curate.keep_rejected else SURVIVAL

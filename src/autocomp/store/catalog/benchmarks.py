@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
-from autocomp.store.storage import Store, file_sha256
+from autocomp.store.storage import Store, file_sha256, open_verified
 from autocomp.store.stores import open_store
 from autocomp.store.tables import METADATA_KEY, open_parquet, read_metadata, read_rows
 from autocomp.store.transfer import read_ahead
@@ -56,8 +56,11 @@ class RemotePart:
         return f"{self.store.uri}/{self.key}"
 
     def open(self) -> pq.ParquetFile:
+        fix = ("the published benchmark was changed after it was published: publish it again "
+               "(under a new name) or restore the part")  # fmt: skip
+        handle = open_verified(self.store, self.key, self.size, self.sha256, fix)
         try:
-            return pq.ParquetFile(self.store.open(self.key, self.size))
+            return pq.ParquetFile(handle)
         except (OSError, pa.ArrowException) as exc:
             problem = f"is not a readable Parquet file ({exc})"
             raise UsageError("benchmark", str(self), problem) from None
