@@ -23,15 +23,16 @@ demo: $(STAMP) ## both pipelines through kfp.local, tiny models: live task view,
 
 LINTED := src tests benchmarks components pipelines images
 
-lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, mypy, the plumbing table, the architecture bar
+lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, dead code (vulture), mypy, the plumbing table, the architecture bar
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports
+	$(BIN)/vulture
 	$(BIN)/mypy src/autocomp
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
-test: lint ## lint, then the whole test suite (what CI runs)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest
+test: lint ## lint, then the whole test suite (what CI runs), listing its 25 slowest tests
+	HF_HUB_OFFLINE=1 $(BIN)/pytest --durations=25
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra" -n 2

@@ -206,9 +206,10 @@ def cluster(s3_server, tmp_path):  # noqa: F811
         registry.push(f"ml/autocomp-{kind}", DIGEST)
     endpoint = f"http://127.0.0.1:{s3_server}"
     keys = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                 aws_access_key_id="testing", aws_secret_access_key="testing",
-                 ).create_bucket(Bucket="mlpipeline")  # fmt: skip
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    for bucket in ("mlpipeline", "autocomp-runs"):  # KFP's own store, and the reader's bucket
+        s3.create_bucket(Bucket=bucket)
     addresses = {"https://kubeflow.example.com/pipeline": api.host,
                  "registry.example.com/ml": f"{registry.host}/ml"}  # fmt: skip
     lock = tmp_path / "lock.json"

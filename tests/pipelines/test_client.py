@@ -143,7 +143,7 @@ def test_a_recurring_generate_run_draws_anew_each_run(dist_for, no_kubeconfig, c
     dist = dist_for()
     api = KfpStandIn()
     schedule = ["--pipeline", "generate_benchmark", "--name", "w", "--cron", "@weekly",
-                "--param", "name=weekly"]  # fmt: skip
+                "--param", "name=weekly", "--store-capacity", "1Ti"]  # fmt: skip
     try:
         main(_verb("upload", api, dist))
         assert main(_verb("schedule", api, dist, *schedule)) == 0

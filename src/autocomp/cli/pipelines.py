@@ -92,7 +92,7 @@ def _schedule(args: argparse.Namespace) -> None:
 
     schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
                      args.experiment, args.max_concurrency, args.catchup,
-                     _note(args), done, **_where(args))  # fmt: skip
+                     _note(args), done, args.store_capacity, **_where(args))  # fmt: skip
 
 
 def _manage_schedules(args: argparse.Namespace) -> None:
@@ -122,7 +122,8 @@ def _submit(args: argparse.Namespace) -> None:
 
     said: dict[str, str] = {}
     run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
-                            _note(args), said=said, **_where(args))  # fmt: skip
+                            _note(args), said=said, store_capacity=args.store_capacity,
+                            **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
     print(f"  ui:        {said['ui']}")
     if said.get("publishes"):
@@ -141,7 +142,8 @@ def _doctor(args: argparse.Namespace) -> None:
         if not check_store(Report(), args.store, "from here"):
             raise SystemExit(1)
         return
-    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"]):
+    if not doctor(endpoint_from(**_where(args)), args.store, args.dist, args.models or ["all"],
+                  args.store_capacity):  # fmt: skip
         raise SystemExit(1)
 
 
@@ -208,7 +210,17 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
-    """Register the pipeline verbs."""
+    """Register the pipeline verbs, in the order `autocomp --help` lists them."""
+    _add_run(verbs)
+    _add_compile(verbs)
+    _add_prefetch(verbs)
+    _add_upload(verbs)
+    _add_doctor(verbs)
+    _add_submit_and_schedule(verbs)
+
+
+def _add_run(verbs: argparse._SubParsersAction) -> None:
+    """`run`: both pipelines on this machine (kfp.local)."""
     tiny = PROFILES["tiny"]
     p = verbs.add_parser(
         "run",
@@ -251,6 +263,9 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=_run)
 
+
+def _add_compile(verbs: argparse._SubParsersAction) -> None:
+    """`compile`: the pipelines to YAML, for one KFP backend."""
     p = verbs.add_parser("compile", help="compile the Kubeflow pipelines to YAML")
     p.add_argument("--out", default="dist", help="output folder (default dist)")
     p.add_argument(
@@ -287,33 +302,49 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=_compile)
 
-    def client_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
-        p.add_argument(
-            "--token-env",
-            default="KFP_TOKEN",
-            help="environment variable holding a bearer token (default KFP_TOKEN; oauth2-proxy)",
-        )
-        p.add_argument(
-            "--token-file",
-            default=None,
-            help="a file holding the token: a projected ServiceAccount token with audience "
-            "pipelines.kubeflow.org (default: $KF_PIPELINES_SA_TOKEN_PATH, or the file the "
-            "access-ml-pipeline PodDefault mounts)",
-        )
-        p.add_argument(
-            "--cookies",
-            default=None,
-            help="session cookie of a Dex login, "
-            "'oauth2_proxy_kubeflow=...' on Kubeflow 1.9-1.11 (default: $KFP_COOKIES)",
-        )
-        p.add_argument("--ca-cert", default=None, help="CA bundle (PEM) of a private endpoint")
-        p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow; "
-                       "default: $KFP_NAMESPACE)")  # fmt: skip
-        p.add_argument("--kfp-version", default=None, help="the KFP backend version, where the "
-                       "server says 'unknown' and its ConfigMap is not readable")  # fmt: skip
-        p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
 
+def _client_args(p: argparse.ArgumentParser) -> None:
+    """The options of every verb that talks to a KFP endpoint."""
+    p.add_argument("--host", default=None, help="KFP API endpoint (default: $KFP_HOST)")
+    p.add_argument(
+        "--token-env",
+        default="KFP_TOKEN",
+        help="environment variable holding a bearer token (default KFP_TOKEN; oauth2-proxy)",
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="a file holding the token: a projected ServiceAccount token with audience "
+        "pipelines.kubeflow.org (default: $KF_PIPELINES_SA_TOKEN_PATH, or the file the "
+        "access-ml-pipeline PodDefault mounts)",
+    )
+    p.add_argument(
+        "--cookies",
+        default=None,
+        help="session cookie of a Dex login, "
+        "'oauth2_proxy_kubeflow=...' on Kubeflow 1.9-1.11 (default: $KFP_COOKIES)",
+    )
+    p.add_argument("--ca-cert", default=None, help="CA bundle (PEM) of a private endpoint")
+    p.add_argument("--namespace", default=None, help="profile namespace (multi-user Kubeflow; "
+                   "default: $KFP_NAMESPACE)")  # fmt: skip
+    p.add_argument("--kfp-version", default=None, help="the KFP backend version, where the "
+                   "server says 'unknown' and its ConfigMap is not readable")  # fmt: skip
+    p.add_argument("--dist", default="dist", help="compiled pipelines folder (default dist)")
+
+
+def _capacity_arg(p: argparse.ArgumentParser) -> None:
+    """--store-capacity: the store's room, for the capacity check of submit, schedule, doctor."""
+    p.add_argument(
+        "--store-capacity",
+        default=None,
+        metavar="SIZE",
+        help="the room of the store, e.g. 2Ti: a run the capacity plan says does not fit "
+        "is refused (KFP's own bucket mlpipeline: 20Gi, known)",
+    )
+
+
+def _add_prefetch(verbs: argparse._SubParsersAction) -> None:
+    """`prefetch`: every model the pipelines load, into a hub cache."""
     p = verbs.add_parser(
         "prefetch",
         help="download every model the pipelines load into a hub cache (the warm-up Job)",
@@ -326,14 +357,21 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true", help="print what would be downloaded")
     p.set_defaults(run=_prefetch)
 
+
+def _add_upload(verbs: argparse._SubParsersAction) -> None:
+    """`upload`: create or version the compiled pipelines on KFP."""
     p = verbs.add_parser("upload", help="create or version the compiled pipelines on KFP")
-    client_args(p)
+    _client_args(p)
     p.add_argument("--pipeline", choices=PIPELINES, default=None, help="one pipeline (default all)")
     p.set_defaults(run=_upload)
 
+
+def _add_doctor(verbs: argparse._SubParsersAction) -> None:
+    """`doctor`: check a cluster before the first run."""
     p = verbs.add_parser("doctor", help="check a cluster before the first run (KFP, store, ...)")
-    client_args(p)
+    _client_args(p)
     p.add_argument("--store", default=None, help="the store the pipelines use, e.g. s3://b/runs")
+    _capacity_arg(p)
     p.add_argument(
         "--model", dest="models", action="append", default=[], help="a model to place (repeatable)"
     )
@@ -345,6 +383,9 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=_doctor)
 
+
+def _add_submit_and_schedule(verbs: argparse._SubParsersAction) -> None:
+    """`submit` (one run) and `schedule` (a recurring run) of an uploaded pipeline."""
     for verb, helptext in (
         (
             "schedule",
@@ -354,7 +395,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         ("submit", "start one run of an uploaded pipeline"),
     ):
         p = verbs.add_parser(verb, help=helptext)
-        client_args(p)
+        _client_args(p)
         if verb == "schedule":
             p.add_argument(
                 "action",
@@ -373,6 +414,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
             "against the compiled pipeline in --dist",
         )
         p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
+        _capacity_arg(p)
         if verb == "schedule":
             p.add_argument(
                 "--cron",

@@ -41,7 +41,6 @@ from autocomp.generation.registry import (
     get_generation_model,
     weights_error,
 )
-from autocomp.store.atomic import atomic_path
 from autocomp.store.catalog import ids
 from autocomp.store.catalog.schemas import RENDER_SCHEMA
 from autocomp.store.images import ImageFolder, Images
@@ -178,15 +177,6 @@ def encode_png(image: Any, info: dict[str, Any]) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", pnginfo=meta)
     return buffer.getvalue()
-
-
-def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
-    """Write a PNG atomically with an `autocomp` text chunk; return the file's SHA-256."""
-    data = encode_png(image, info)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
 
 
 def _existing(path: Path | bytes) -> tuple[int, int] | None:

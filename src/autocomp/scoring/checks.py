@@ -76,10 +76,8 @@ def check_out(out: Path) -> None:
 
 def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
     """The benchmark table fits the mode (image paths need an images folder: check_images
-    checks that it is one); once per benchmark and mode."""
-    key = (config.blind, config.images)
-    if key in source.checked:
-        return
+    checks that it is one); once per call of the stage, at its edge (the catalog checked the
+    parts when it opened them)."""
     benchmark, schema = source.path, source.schema
     hint = "give a benchmark table (autocomp negatives)"
     require_columns(benchmark, schema, REQUIRED, hint, option="benchmark")
@@ -104,4 +102,3 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
             f"has duplicate sample_id {repeated[0]!r} ({len(repeated)} duplicated); each item "
             "must be listed once",
         )
-    source.checked.add(key)

@@ -35,7 +35,6 @@ DESIGN_PROFILE = "paper"
 PAPER = "paper Table 22 (A100)"
 SURVIVAL = 0.47  # paper Table 22: ~47 % of images pass the object/background checks
 CAPTION_BYTES = 114e6 / 14_961_307  # measured, zstd Parquet (docs/performance.md)
-CAPTION_CHARS = 60  # upper bound of one candidate caption in memory, uncompressed
 TOKENS_PER_CAPTION = 20  # measured: Color N=3 candidates cut to 16-24 tokens (performance.md)
 ROW_BYTES = 1_000  # a table row on disk (concepts, captions, render, verdicts), upper bound
 ROW_MEMORY = 2_000  # a table row as a Python dict, upper bound
@@ -151,13 +150,23 @@ def _image_bytes(profile: Any) -> float:
 
 
 def plan(
-    profile_name: str = DESIGN_PROFILE, count: int | None = None, models: Any = ("all",)
+    profile_name: str = DESIGN_PROFILE,
+    count: int | None = None,
+    models: Any = ("all",),
+    specs: str | None = None,
 ) -> Plan:
     """The plan of a run of `profile_name` at `count` concepts per family:N (default: the
-    profile's) scoring `models` (names, or ["all"])."""
+    profile's) scoring `models` (names, or ["all"]); `specs`: the run's family:N pairs, when
+    not the profile's."""
+    import dataclasses
+
     from autocomp.config import get_profile
 
     profile = get_profile(profile_name)
+    if specs:
+        profile = dataclasses.replace(
+            profile, sample=dataclasses.replace(profile.sample, specs=specs)
+        )
     count = count or profile.sample.count
     concepts, capped = _concepts(profile, count)
     survival = 1.0 if profile.curate.keep_rejected else SURVIVAL

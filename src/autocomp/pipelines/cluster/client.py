@@ -523,15 +523,20 @@ def upload_all(
 
 
 def checked_params(
-    pipeline: str, dist: str | Path, job_name: str, items: list[str], recurring: bool = False
-) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
+    pipeline: str, dist: str | Path, job_name: str, items: list[str], recurring: bool = False,
+    store_capacity: str | None = None, note: Callable[[str], None] | None = None,
+) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     """(package, parameters, documents) of one run of `pipeline`'s package in `dist`: the
     `name=value` items typed by the package and checked as a whole (the library's checks, the
-    store, the models' GPUs; a recurring run's draw), before any request."""
+    store and whether the run fits it, the models' GPUs; a recurring run's draw), before any
+    request."""
+    from autocomp.pipelines.cluster.storecap import check_package_room
+
     check_component("job_name", job_name)  # the one rule for every name (issue 24)
     package = Path(dist) / f"{pipeline}.yaml"
     docs = load_documents(pipeline, package)
     params = check_params(pipeline, typed_params(pipeline, items, docs[0]), docs[0])
+    check_package_room(pipeline, params, docs[0], store_capacity, note)
     if recurring:
         params = with_draw(pipeline, params)
     check_placement(pipeline, params, docs)
@@ -560,16 +565,18 @@ def submit_package(
     experiment: str = "autocomp",
     note: Callable[[str], None] | None = None,
     said: dict[str, str] | None = None,
+    store_capacity: str | None = None,
     **where: Any,
 ) -> str:
     """`autocomp submit`: one run of the uploaded `dist` package with the `name=value` items,
     everything checked before the endpoint (`where`: endpoint_from's arguments) is reached;
     `note` hears what the server's backend runs degraded. Returns the run id; `said` gets the
     run's page in the KFP UI (`ui`) and the name its benchmark is published under
-    (`publishes`, generate_benchmark only)."""
+    (`publishes`, generate_benchmark only). `store_capacity`: the store's room (storecap)."""
     from autocomp.pipelines.cluster.packages import published_as
 
-    package, params, docs = checked_params(pipeline, dist, job_name, items)
+    package, params, docs = checked_params(pipeline, dist, job_name, items, False,
+                                           store_capacity, note)  # fmt: skip
     client = _connected(docs, note, where, package)
     with api_errors(client.autocomp_endpoint.host):
         run_id = submit(client, pipeline, package, job_name, params, experiment)
@@ -598,13 +605,15 @@ def schedule_package(
     catchup: bool = False,
     note: Callable[[str], None] | None = None,
     done: Callable[[str, str], None] | None = None,
+    store_capacity: str | None = None,
     **where: Any,
 ) -> str:
     """`autocomp schedule`: a recurring run of the uploaded `dist` package (a new draw each
     run), checked as `submit_package` is (the cron and concurrency first); returns the
     recurring run's id."""
     check_schedule(cron, max_concurrency, {})
-    package, params, docs = checked_params(pipeline, dist, job_name, items, recurring=True)
+    package, params, docs = checked_params(pipeline, dist, job_name, items, True,
+                                           store_capacity, note)  # fmt: skip
     check_schedule(cron, max_concurrency, params)
     client = _connected(docs, note, where, package)
     with api_errors(client.autocomp_endpoint.host):

@@ -76,14 +76,16 @@ def score(
     import os
     import tempfile
 
-    from autocomp.config import ScoreConfig
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.process import ending
     from autocomp.scoring import score as score_models
     from autocomp.scoring.registry import get_model
     from autocomp.store.catalog.benchmarks import open_published
 
-    config = ScoreConfig(**values("score", locals()))
+    config = rebuild(
+        "score", blind=blind, choice_negatives=choice_negatives, choice_seed=choice_seed,
+        limit=limit, batch_size=batch_size, max_candidates=max_candidates,
+    )  # fmt: skip
     path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(registry)  # the compiling machine's entry, not the image's
