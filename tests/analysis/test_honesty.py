@@ -129,14 +129,11 @@ def test_a_collected_study_without_answers_is_noted_not_dropped(run_dir, tmp_pat
     (run / "human").mkdir()
     (run / "human" / "A1.csv").write_text("annotator,sample_id,task,answer\n")
     (run / "human" / "audit.json").write_text(json.dumps({"answers": {"A1": {"answered": 0}}}))
-    data = load_run(run)
-    tables = build_tables(data)
-    notes = section_notes(tables, data["notes"])
+    built = build_tables(load_run(run))
+    notes = section_notes(built.tables, built.notes)
     assert any("Tables 11 and 20 need at least one answered item" in n for n in notes), notes
     (run / "human" / "audit.json").unlink()  # CSVs made some other way, no study record
-    data = load_run(run)
-    build_tables(data)
-    assert "human" not in data["notes"]
+    assert "human" not in build_tables(load_run(run)).notes
 
 
 def test_an_empty_table8_says_which_variant_is_missing():

@@ -95,9 +95,21 @@ def report_stage(
     title: str | None = None,
     compare: list[str | Path] | None = None,
 ) -> Written:
-    """Write index.html, tables/<name>.{csv,parquet,tex} into `out`; return what was written.
-    `compare`: run folders of the same concept set rendered by other generators (Table 9), each
-    named by its folder name."""
+    """`autocomp report --run`: index.html, tables/ and figures/ of a run folder, from its
+    stored tables only (no model is re-run).
+
+    Args:
+        run: a run folder: `benchmark/` (or `benchmark.parquet`) and `results/<model>/`.
+        out: the folder to write (index.html, tables/<name>.{csv,parquet,tex}, figures/).
+        seed: the bootstrap seed of every interval.
+        title: the page's title (default: the run folder's name).
+        compare: run folders of the same concept set rendered by other generators (Table 9),
+            each named by its folder name.
+
+    Returns:
+        What was written (Written): the page, the long tables and their rows, the paper-layout
+        tables, the figures, what was left out and why, and the caveats the page opens with.
+    """
     check_seed(seed)
     others = {Path(c).resolve().name: Path(c) for c in compare or []}
     if len(others) != len(compare or []) or Path(run).resolve().name in others:
