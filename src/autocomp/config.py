@@ -131,6 +131,8 @@ class ScoreConfig:
     keeps each backend's own default (open_clip: 256 on a CPU, sized to the free memory on a GPU;
     transformers: 128). `limit`: score only the first N benchmark items (in table order); None
     scores them all. `max_candidates`: candidates per written part (the resume granularity).
+    `part_range`: "k/K" scores only the k-th of K contiguous ranges of those parts (one pod of a
+    model's data-parallel scoring, committed to a store; scoring.ranges); "" scores every part.
     """
 
     images: str | None = None
@@ -141,6 +143,7 @@ class ScoreConfig:
     limit: int | None = None
     choice_negatives: int = 49
     choice_seed: int = 0
+    part_range: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.blind, bool):  # the flag's former type: True = caption likelihood

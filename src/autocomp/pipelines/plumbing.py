@@ -204,6 +204,8 @@ LOCAL_ONLY: dict[str, str] = {  # `stage.field` (or `profile.field`): why no par
     "negatives.force": "a step writes a new output artifact; nothing to replace",
     "score.images": "a published benchmark embeds its images",
     "score.device": "a pod uses the GPUs it is given",
+    "score.part_range": "each score pod's range is its loop item (select_models: the plan's "
+    "ranges per model, or score_ranges)",
     "profile.name": "the parameters carry the profile's values, not its name",
     "profile.offline": "a local-run setting (HF_HUB_OFFLINE); a cluster fills its model cache",
 }
