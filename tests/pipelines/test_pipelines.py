@@ -287,6 +287,50 @@ def test_selection_is_decided_at_compile_time(compiled):
     assert "pipelinechannel--models" in text
 
 
+def test_evaluate_models_fans_out_over_model_and_part_range(compiled):
+    """Each class's loop runs over select_models' (model, range) items, K per model from the
+    capacity plan at compile time; the score step gets the item, the class's collect step the
+    score settings and registry it merges the ranges with; one flat loop (no nested
+    ParallelFor, no dsl.Collected: every supported backend runs it)."""
+    from autocomp.pipelines.cluster.capacity import score_ranges
+    from autocomp.pipelines.definitions.components.evaluation import select_models
+
+    spec, _ = _docs(compiled / "evaluate_models.yaml")
+    tasks = spec["root"]["dag"]["tasks"]
+    selects = [t for t in tasks.values()
+               if t["componentRef"]["name"].startswith("comp-select-models")]  # fmt: skip
+    planned = selects[0]["inputs"]["parameters"]["planned"]["runtimeValue"]["constant"]
+    assert planned == score_ranges(list(planned)) and planned["qwen2.5-vl-72b"] > 1
+    assert planned["clip-vit-b-16"] == 1
+    for select in selects:
+        given = select["inputs"]["parameters"]["score_ranges"]
+        assert given["componentInputParameter"] == "score_ranges"
+    loops = 0
+    for component in spec["components"].values():
+        for task in component.get("dag", {}).get("tasks", {}).values():
+            iterator = task.get("parameterIterator")
+            if iterator is None:
+                continue
+            loops += 1
+            assert iterator["items"]["inputParameter"] == "pipelinechannel--items"
+            body = spec["components"][task["componentRef"]["name"]]["dag"]["tasks"]
+            (scoring,) = body.values()
+            given = scoring["inputs"]["parameters"]["model"]["componentInputParameter"]
+            assert given == iterator["itemInput"]
+            assert "parameterIterator" not in str(spec["components"][task["componentRef"]["name"]])
+    assert loops == 7
+    collects = [t for c in spec["components"].values()
+                for t in c.get("dag", {}).get("tasks", {}).values()
+                if t["taskInfo"]["name"].startswith("collect")]  # fmt: skip
+    assert collects and all({"registry", "max_candidates", "limit", "blind"}
+                            <= set(t["inputs"]["parameters"]) for t in collects)  # fmt: skip
+    assert "Collected" not in (compiled / "evaluate_models.yaml").read_text()
+    choose = select_models.python_func
+    chosen = choose(["a", "b"], ["a", "b"], ["a", "b"], ["a", "b"], {}, {"a": 3}, 0)
+    assert chosen.items == ["a@1-of-3", "a@2-of-3", "a@3-of-3", "b"] and chosen.count == 2
+    assert choose(["a"], ["a"], ["a"], ["a"], {}, {"a": 3}, 2).items == ["a@1-of-2", "a@2-of-2"]
+
+
 def _constants(spec: dict, parameter: str) -> list:
     values = []
     for component in spec["components"].values():

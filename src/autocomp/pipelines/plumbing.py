@@ -177,6 +177,12 @@ PARAMETERS: dict[str, tuple[Parameter, ...]] = {
             none=0,
         ),  # fmt: skip
         _field("max_candidates", "score.max_candidates", "candidates per written part"),
+        _run(
+            "score_ranges",
+            "score pods per model, each a contiguous range of its parts (0: the capacity plan's, "
+            "from the wall-time target)",
+            0,
+        ),  # fmt: skip
         _run("report_seed", "the report's bootstrap seed", 0),
     ),
     "finetune_models": (

@@ -135,7 +135,7 @@ class Results:
     killed or preempted run committed (StoredRun)."""
 
     def __init__(self, target: Store, results: str, runs: list[tuple[Any, ScoreRun, dict]],
-                 ranged: Callable[[dict], dict] | None = None):  # fmt: skip
+                 ranged: Callable[[dict], dict | None] | None = None):  # fmt: skip
         self.target, self.results = target, results
         self.ranged = ranged or (lambda record: None)  # a ranged run's key (scoring.ranges)
         self.published = {e.name for e, _, _ in runs if target.manifest(self.key(e.name))}

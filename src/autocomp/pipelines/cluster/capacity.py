@@ -45,6 +45,7 @@ TRANSFER = 100 * MB  # bytes/s one pod moves to or from the store (assumed; S3 o
 A100_FLOPS = 312e12 * 0.30  # bf16 peak at an assumed 30 % utilisation
 TIMEOUT_SAFETY, TIMEOUT_FLOOR = 2.0, HOUR  # timeout: 2 x the expected wall + 1 h, at least 1 h
 FINETUNE_STEP_S = 2.0  # assumed: one optimizer step of a ViT-B/16 at batch 2048-4096 + K=3
+MAX_WALL = 24 * HOUR  # the wall-time target of one score pod: a model is cut into ranges to meet it
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,26 @@ SCORE_RATE = ("estimate: 2 x params x 20 tokens per caption at 30 % of an A100 (
 PREDICTION_BYTES = 8 * 150  # one item's predictions (sets x protocols x score types), on disk
 
 
-def _evaluation(made: Plan, profile: Any, models: Any) -> None:
+def ranges_for(wall_s: float, max_wall: float = MAX_WALL) -> int:
+    """Part ranges (score pods) for a model one pod scores in `wall_s`: the fewest that bring
+    each pod under `max_wall`."""
+    return max(1, math.ceil(wall_s / max_wall))
+
+
+def score_ranges(models: list[str], max_wall: float = MAX_WALL) -> dict[str, int]:
+    """Part ranges per model at DESIGN (what evaluate_models is compiled with)."""
+    from autocomp.scoring.registry import get_model
+
+    made = design()
+    found = {}
+    for model in models:
+        entry = get_model(model)
+        wall = _score_gpu_hours(made, entry.gpu_memory_gb) * HOUR / max(1, entry.gpus)
+        found[model] = ranges_for(wall, max_wall)
+    return found
+
+
+def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WALL) -> None:
     from autocomp.pipelines.cluster.plan import in_all, score_groups, select
     from autocomp.scoring.registry import get_model
 
@@ -277,27 +297,34 @@ def _evaluation(made: Plan, profile: Any, models: Any) -> None:
     chosen = select(list(models), known, everything, known)
     benchmark = made.rows * made.image_bytes + made.captions * CAPTION_BYTES
     run = made.captions * 40 + made.rows * PREDICTION_BYTES  # one model's scores, predictions
+    counted = made.captions * CAPTION_BYTES  # the candidate lists every range pod reads
     for score, members in groups.items():
         mine = [m for m in members if m in chosen]
         if not mine:
             continue
         hours = [_score_gpu_hours(made, get_model(m).gpu_memory_gb) for m in mine]
+        walls = [h * HOUR / max(1, score.gpus) for h in hours]  # one pod scoring a model
+        ranges = [ranges_for(w, max_wall) for w in walls]
         part = 2 * profile.score.max_candidates * 200  # one part's scores and predictions
         made.steps.append(Step(
-            f"score-{score.name}", len(mine), gpus=score.gpus, gpu_gb=score.gpu_gb,
-            gpu_hours=sum(hours), rate=SCORE_RATE, read=len(mine) * benchmark,
+            f"score-{score.name}", sum(ranges), gpus=score.gpus, gpu_gb=score.gpu_gb,
+            gpu_hours=sum(hours), rate=SCORE_RATE,
+            read=len(mine) * benchmark + sum(k - 1 for k in ranges) * counted,
             written=len(mine) * run,
             disk=_weights(max(get_model(m).gpu_memory_gb for m in mine)) + part,
             memory=score_host(score) + _stream_memory(made),
-            wall_s=max(hours) * HOUR / max(1, score.gpus),
-            note=f"{', '.join(mine[:2])}{' ...' if len(mine) > 2 else ''}: streams the "
-            "benchmark, commits each part",
+            wall_s=max(w / k for w, k in zip(walls, ranges)),
+            note=f"{', '.join(mine[:2])}{' ...' if len(mine) > 2 else ''}: "
+            f"{max(ranges)} range(s) a model at most; each pod streams its range, commits "
+            "each part",
         ))  # fmt: skip
     predictions = len(chosen) * made.rows * PREDICTION_BYTES
     table = made.captions * CAPTION_BYTES
     made.steps += [
         Step("select_models", 1),
-        Step("collect_scores", 1, read=len(chosen) * 10_000),
+        Step("collect_scores", 1, read=len(chosen) * 10_000 + predictions + len(chosen) * counted,
+             note="merges each ranged model: its candidate lists (the part plan) and predictions "
+             "(the summary), one part at a time; the parts are copied inside the store"),
         Step("report", 1, read=table + predictions, disk=table + predictions,
              memory=PROCESS + 2 * predictions + made.rows * ROW_MEMORY,
              note="the benchmark's table (no images) and every run's predictions"),
