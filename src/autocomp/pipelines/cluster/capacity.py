@@ -89,6 +89,7 @@ class Step:
     memory: float = PROCESS
     wall_s: float = 0.0  # one pod's expected work
     note: str = ""
+    pod_walls: list[float] = field(default_factory=list)  # each pod's work, where pods differ
 
     @property
     def timeout_s(self) -> int:
@@ -118,18 +119,37 @@ def _weights(gpu_memory_gb: float) -> float:
     return gpu_memory_gb * GB
 
 
-def _concepts(profile: Any, count: int) -> tuple[dict[str, int], dict[str, int]]:
+IMAGES_PER_CONCEPT = 2  # our concept is rendered twice (Minimal and Contextual)
+
+
+def _concepts(profile: Any, count: int, per_cell: bool) -> tuple[dict[str, int], dict[str, int]]:
+    """Concepts per family:N: `count` each (`per_cell`), or `count` of the paper's initial
+    concepts in all (Table 22: one prompt and one image each, so count / IMAGES_PER_CONCEPT of
+    ours) split over the profile's cells as evenly as they allow (_split)."""
     from autocomp.protocol.concepts import count_concepts
     from autocomp.protocol.family import load_family
     from autocomp.protocol.stages import parse_specs
 
-    planned, capped = {}, {}
-    for name, n in parse_specs(profile.sample.specs):
-        total = count_concepts(load_family(name), n)
-        planned[f"{name}:{n}"] = min(count, total)
-        if count > total:
-            capped[f"{name}:{n}"] = total
+    cells = {f"{name}:{n}": count_concepts(load_family(name), n)
+             for name, n in parse_specs(profile.sample.specs)}  # fmt: skip
+    if per_cell:
+        return ({c: min(count, most) for c, most in cells.items()},
+                {c: most for c, most in cells.items() if count > most})  # fmt: skip
+    planned, capped = _split(math.ceil(count / IMAGES_PER_CONCEPT), cells), {}
+    for cell, most in cells.items():
+        if planned[cell] == most:
+            capped[cell] = most
     return planned, capped
+
+
+def _split(total: int, cells: dict[str, int]) -> dict[str, int]:
+    """`total` concepts over `cells` (cell -> its distinct concepts) as evenly as they allow,
+    smallest cells first: a cell holding fewer than its share gives what it lacks to the rest."""
+    planned, left = {}, total
+    for i, (cell, most) in enumerate(sorted(cells.items(), key=lambda kv: kv[1])):
+        planned[cell] = min(most, left // (len(cells) - i))
+        left -= planned[cell]
+    return {cell: planned[cell] for cell in cells}
 
 
 @functools.lru_cache(maxsize=64)
@@ -152,15 +172,22 @@ def _image_bytes(profile: Any) -> float:
 
 
 def plan(
-    profile_name: str = DESIGN_PROFILE, count: int | None = None, models: Any = ("all",)
+    profile_name: str = DESIGN_PROFILE,
+    count: int | None = None,
+    models: Any = ("all",),
+    per_cell: bool = True,
+    max_wall: float = MAX_WALL,
 ) -> Plan:
     """The plan of a run of `profile_name` at `count` concepts per family:N (default: the
-    profile's) scoring `models` (names, or ["all"])."""
+    profile's; not `per_cell`: `count` of the paper's initial concepts in all) scoring `models`
+    (names, or ["all"]), each model cut into the part ranges that bring a score pod under
+    `max_wall` seconds."""
     from autocomp.config import get_profile
 
     profile = get_profile(profile_name)
+    per_cell = per_cell or count is None
     count = count or profile.sample.count
-    concepts, capped = _concepts(profile, count)
+    concepts, capped = _concepts(profile, count, per_cell)
     survival = 1.0 if profile.curate.keep_rejected else SURVIVAL
     images = 2 * sum(concepts.values())
     rows = math.ceil(images * survival)
@@ -169,7 +196,7 @@ def plan(
         profile.name, count, concepts, capped, images, rows, captions, _image_bytes(profile)
     )
     _generation(made, profile)
-    _evaluation(made, profile, models)
+    _evaluation(made, profile, models, max_wall)
     _finetune(made, profile)
     table = captions * CAPTION_BYTES
     made.storage = {
@@ -274,19 +301,6 @@ def ranges_for(wall_s: float, max_wall: float = MAX_WALL) -> int:
     return max(1, math.ceil(wall_s / max_wall))
 
 
-def score_ranges(models: list[str], max_wall: float = MAX_WALL) -> dict[str, int]:
-    """Part ranges per model at DESIGN (what evaluate_models is compiled with)."""
-    from autocomp.scoring.registry import get_model
-
-    made = design()
-    found = {}
-    for model in models:
-        entry = get_model(model)
-        wall = _score_gpu_hours(made, entry.gpu_memory_gb) * HOUR / max(1, entry.gpus)
-        found[model] = ranges_for(wall, max_wall)
-    return found
-
-
 def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WALL) -> None:
     from autocomp.pipelines.cluster.plan import in_all, score_groups, select
     from autocomp.scoring.registry import get_model
@@ -314,6 +328,7 @@ def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WAL
             disk=_weights(max(get_model(m).gpu_memory_gb for m in mine)) + part,
             memory=score_host(score) + _stream_memory(made),
             wall_s=max(w / k for w, k in zip(walls, ranges)),
+            pod_walls=[w / k for w, k in zip(walls, ranges) for _ in range(k)],
             note=f"{', '.join(mine[:2])}{' ...' if len(mine) > 2 else ''}: "
             f"{max(ranges)} range(s) a model at most; each pod streams its range, commits "
             "each part",

@@ -15,8 +15,9 @@ the plumbing table, and reach every score step as its ScoreConfig.
 
 Data-parallel scoring: each class's loop runs over (model, part range) items (select_models:
 `<model>@<k>-of-<K>`, or the model alone for K = 1), K per model from the capacity plan at
-compile time (capacity.score_ranges: the ranges that bring one pod's expected wall under
-MAX_WALL) unless the run's `score_ranges` says otherwise; each range is one pod that commits
+compile time (pool.score_ranges: the ranges that bring one pod's expected wall under
+MAX_WALL) unless the run's `score_ranges` says otherwise, the loop's parallelism the class's
+range pods in the same plan (pool.score_parallelism); each range is one pod that commits
 its parts, and the class's collect step merges a model's ranges into its published run
 (scoring.ranges). One flat ParallelFor over a list parameter, no nested loop and no
 `dsl.Collected`: every supported backend runs it (docs/cluster.md).
@@ -28,8 +29,8 @@ import inspect
 from typing import Any, List  # noqa: UP035  (KFP reads the annotation's name)
 
 from autocomp.pipelines import plumbing
-from autocomp.pipelines.cluster.capacity import score_ranges
 from autocomp.pipelines.cluster.plan import in_all, registry_text, score_groups
+from autocomp.pipelines.cluster.pool import score_parallelism, score_ranges
 from autocomp.pipelines.cluster.resources import ScoreClass
 from autocomp.pipelines.definitions.builder import Build, graph
 
@@ -54,7 +55,7 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
     def group(p: Any) -> None:
         with dsl.If(p["count"] > 0, name=f"any-{score.name}"):
             with dsl.ParallelFor(  # one pod per model, or per range of a model's parts
-                items=p["items"], parallelism=score.parallelism, name=f"models-{score.name}"
+                items=p["items"], parallelism=score_parallelism(score), name=f"models-{score.name}"
             ) as item:
                 # a component of its own per class: its executor label (exec-score-<class>)
                 # then carries the class's resources and node affinity unambiguously (KFP
