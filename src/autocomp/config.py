@@ -133,6 +133,10 @@ class ScoreConfig:
     scores them all. `max_candidates`: candidates per written part (the resume granularity).
     `part_range`: "k/K" scores only the k-th of K contiguous ranges of those parts (one pod of a
     model's data-parallel scoring, committed to a store; scoring.ranges); "" scores every part.
+    `target_width` (percentage points; None: score every item): adaptive scoring, each
+    (family, N, condition) cell in the order `adaptive_seed` draws, `adaptive_round` items of
+    every open cell at a time, until its accuracies' confidence sequences are narrower
+    (scoring/adaptive.py).
     """
 
     images: str | None = None
@@ -144,6 +148,9 @@ class ScoreConfig:
     choice_negatives: int = 49
     choice_seed: int = 0
     part_range: str = ""
+    target_width: float | None = None
+    adaptive_seed: int = 0
+    adaptive_round: int = 100
 
     def __post_init__(self) -> None:
         if isinstance(self.blind, bool):  # the flag's former type: True = caption likelihood

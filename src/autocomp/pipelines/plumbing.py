@@ -212,6 +212,10 @@ LOCAL_ONLY: dict[str, str] = {  # `stage.field` (or `profile.field`): why no par
     "score.device": "a pod uses the GPUs it is given",
     "score.part_range": "each score pod's range is its loop item (select_models: the plan's "
     "ranges per model, or score_ranges)",
+    "score.target_width": "adaptive scoring runs into run folders (`autocomp score`); the "
+    "pipelines' score steps commit every part to the store and score every item",
+    "score.adaptive_seed": "adaptive scoring only (see score.target_width)",
+    "score.adaptive_round": "adaptive scoring only (see score.target_width)",
     "profile.name": "the parameters carry the profile's values, not its name",
     "profile.offline": "a local-run setting (HF_HUB_OFFLINE); a cluster fills its model cache",
 }
