@@ -20,6 +20,55 @@ def offline_tiny_cache(tmp_path_factory):
     os.environ["AUTOCOMP_CACHE"] = str(tmp_path_factory.mktemp("autocomp-cache"))
 
 
+# ----------------------------------------------------------------------------- the fast lane
+
+# Where a test reaches a model's weights: every model a test loads is a tiny one, made (once
+# per session) and found through these (HF_HUB_OFFLINE: nothing else can load)
+MODEL_LOADERS = (
+    ("autocomp.tiny.generation", "ensure"),
+    ("autocomp.tiny.scoring", "ensure_open_clip_weights"),
+    ("autocomp.tiny.scoring", "ensure_vlm"),
+)
+
+
+@contextlib.contextmanager
+def watch_model_loads():
+    """The models loaded inside the block (their names, in order), by this process."""
+    import importlib
+
+    loaded: list[str] = []
+    saved = []
+    for module_name, name in MODEL_LOADERS:
+        module = importlib.import_module(module_name)
+        real = getattr(module, name)
+
+        def watch(*args, _real=real, _name=name, **kwargs):
+            loaded.append(f"{_name}({getattr(args[0], 'name', args[0]) if args else ''})")
+            return _real(*args, **kwargs)
+
+        saved.append((module, name, real))
+        setattr(module, name, watch)
+    try:
+        yield loaded
+    finally:
+        for module, name, real in saved:
+            setattr(module, name, real)
+
+
+@pytest.fixture(autouse=True)
+def fast_lane_loads_no_model(request):
+    """The fast lane (`make test-fast`: not slow, not infra) runs no model: a test that loads
+    one and is not marked slow fails, naming the model. (In this process: a model loaded by a
+    subprocess the test starts is not seen.)"""
+    if request.node.get_closest_marker("slow"):
+        yield
+        return
+    with watch_model_loads() as loaded:
+        yield
+    if loaded:
+        pytest.fail(f"loads a model ({', '.join(loaded)}) but is not marked slow", False)
+
+
 def _shipped_family(name: str):
     @pytest.fixture
     def fixture():

@@ -103,3 +103,49 @@ def test_no_module_is_over_450_lines_without_a_reason(module):
         f"src/autocomp/{module} has {lines} lines: split it, or say in its docstring why it is "
         f"over {MAX_LINES} lines ('over 450 lines' / 'long because ...')"
     )
+
+
+# ----------------------------------------------------------------------------- complexity
+
+MAX_COMPLEXITY = 20
+EXEMPT = re.compile(r"#\s*noqa:[^#]*\bC901\b(?P<why>.*)$")
+
+
+def _python_files() -> list[Path]:
+    return sorted(
+        p
+        for folder in ("src", "benchmarks", "components", "pipelines", "images", "tests")
+        for p in (ROOT / folder).rglob("*.py")
+    )
+
+
+def test_the_complexity_bar_is_ruffs_mccabe_rule_at_20():
+    """pyproject selects ruff's C901 with max-complexity 20, so `ruff check` (make lint) refuses
+    a function over 20 branches; this runs the rule itself, so the bar holds under pytest too."""
+    import subprocess
+    import sys
+
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^select = \[[^\]]*"C901"', config, re.M)
+    assert re.search(rf"^max-complexity = {MAX_COMPLEXITY}$", config, re.M)
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run(
+        [str(ruff), "check", "--select", "C901", "--output-format", "concise", "src"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_complexity_exemption_says_why():
+    """A function may stay over the bar only with `# noqa: C901 -- <why>` (a sentence, not a
+    bare noqa)."""
+    bare = []
+    for path in _python_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found = EXEMPT.search(line)
+            if found and len(found.group("why").strip(" -:").split()) < 3:
+                bare.append(f"{path.relative_to(ROOT)}:{number}")
+    assert not bare, f"say why after '# noqa: C901 --' at: {', '.join(bare)}"
+    assert EXEMPT.search("def f():  # noqa: C901 -- one table of every branch").group("why")

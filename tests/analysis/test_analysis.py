@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from autocomp.analysis import statistics as analysis
-from autocomp.analysis.report import human_results
+from autocomp.analysis.agreement import human_results
 from autocomp.protocol.negatives import arrangements
 from autocomp.store.catalog.schemas import PREDICTIONS_SCHEMA
 

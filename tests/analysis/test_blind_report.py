@@ -27,7 +27,7 @@ def test_report_of_a_blind_run_from_concepts(tmp_path, capsys, mode):
     page = (tmp_path / "report" / "index.html").read_text()
     assert "tiny-qwen2.5-vl" in page and "minimal" in page
     # the report keeps the score types apart: summed and per-token, or the choice rows
-    predictions = load_run(run)["predictions"].to_pylist()
+    predictions = load_run(run).predictions.to_pylist()
     choice = mode[:1] == ["choice"]
     assert {p["score_type"] for p in predictions} == (
         {"choice"} if choice else {"score", "per_token"}

@@ -100,9 +100,8 @@ def _report(run: Path, out: Path, capsys) -> tuple[str, str]:
 
 
 def _plots(run: Path) -> list:
-    data = load_run(run)
-    tables = build_tables(data)
-    return report_plots(tables, data["layout"], data["scope"])[0]
+    report = build_tables(load_run(run))
+    return report_plots(report.tables, report.layout, report.scope)[0]
 
 
 def _header(path: Path) -> list[str]:

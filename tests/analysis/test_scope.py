@@ -120,9 +120,8 @@ def test_caption_status_marks_a_fallback_whatever_its_caption(run_dir, tmp_path)
         return table.append_column("caption_status", pa.array(status))
 
     _rewrite(run, mark)
-    data = load_run(run)
-    build_tables(data)
-    marked = {sid for sid, s in data["scope"].samples.items() if s.fallback}
+    scope = build_tables(load_run(run)).scope
+    marked = {sid for sid, s in scope.samples.items() if s.fallback}
     rows = pq.read_table(run / "benchmark.parquet").to_pylist()
     assert marked == {r["sample_id"] for r in rows[:4] if r["condition"] == "contextual"}
 

@@ -108,7 +108,7 @@ def test_judge_csv_and_report_kappa_include_rejected_samples(bench_root, tmp_pat
     assert sum(r["passed"] != r["reference_passed"] for r in rows) == 2
     record = json.loads((run / "judges" / "qwen-big.json").read_text())
     assert record["second"]["config"]["vqa"]["name"] == "qwen-big" and record["autocomp_version"]
-    table = build_tables(load_run(run))["judge_agreement_qwen-big"]
+    table = build_tables(load_run(run)).tables["judge_agreement_qwen-big"]
     overall = next(r for r in table.to_pylist() if r["family"] == "all")
     assert overall["samples"] == 12 and overall["agreement"] == pytest.approx(10 / 12)
     # 2x2: both pass 9, both fail 1, ours pass/theirs fail 1, ours fail/theirs pass 1
@@ -146,7 +146,7 @@ def test_each_judge_file_keeps_its_own_reference(bench_root, tmp_path):
     (run / "judges" / "a-audit.csv").write_text("\n".join(audit) + "\n")
     plain = ["sample_id,passed"] + [f"{b['sample_id']},true" for b in bench]
     (run / "judges" / "z-plain.csv").write_text("\n".join(plain) + "\n")
-    tables = build_tables(load_run(run))
+    tables = build_tables(load_run(run)).tables
     overall = {
         name: next(r for r in tables[f"judge_agreement_{name}"].to_pylist() if r["family"] == "all")
         for name in ("a-audit", "z-plain")

@@ -280,6 +280,7 @@ def _call(argv: list[str]) -> int:
 
 
 # -------------------------------------------------------------------- 3: damaged state files
+@pytest.mark.slow  # scores or fine-tunes the tiny CLIP
 def test_finetune_state_that_does_not_unpickle_is_refused_naming_it(d, tmp_path, capsys):
     out = tmp_path / "ft"
     (out / "state").mkdir(parents=True)
@@ -342,6 +343,7 @@ def test_serve_on_a_port_in_use_is_one_line(d, capsys):
 
 
 # -------------------------------------------------------------------- 7: one broken model
+@pytest.mark.slow  # scores or fine-tunes the tiny CLIP
 def test_several_models_one_broken_keeps_the_others_and_says_which(d, tmp_path, capsys):
     out = tmp_path / "scores"
     argv = [a.replace("{d}", str(d)) for a in S]
@@ -365,6 +367,7 @@ def test_collect_into_a_human_folder_of_another_study_is_refused(d, tmp_path, ca
     assert sorted(p.name for p in human.iterdir()) == ["W9.csv"]
 
 
+@pytest.mark.slow  # scores or fine-tunes the tiny CLIP
 def test_a_second_score_call_keeps_the_earlier_models_in_the_summary(d, tmp_path):
     out = tmp_path / "scores"
     argv = [a.replace("{d}", str(d)) for a in S]
@@ -404,6 +407,7 @@ def test_a_killed_collect_leaves_no_temporary_after_the_rerun(d, tmp_path):
     assert not [p for p in human.rglob(".*tmp*")]
 
 
+@pytest.mark.slow  # scores or fine-tunes the tiny CLIP
 def test_a_killed_score_leaves_no_temporary_after_the_rerun(d, tmp_path):
     out = tmp_path / "scores"
     (out / TINY).mkdir(parents=True)

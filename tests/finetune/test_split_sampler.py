@@ -60,6 +60,21 @@ def test_split_stage_records_and_evaluation_keeps_only_unseen_concepts(tmp_path)
     assert {r["condition"] for r in evaluation} == {"minimal", "contextual"}
 
 
+def test_split_opens_its_benchmark_once_and_names_it_as_given(tmp_path, monkeypatch):
+    from autocomp.store.catalog import benchmarks
+    from tests.finetune.conftest import make_benchmark
+
+    bench = make_benchmark(tmp_path / "b", 6)
+    opened = []
+    real = benchmarks.open_benchmark
+    monkeypatch.setattr(benchmarks, "open_benchmark", lambda p: opened.append(p) or real(p))
+    given = f"{bench.parent}/./{bench.name}"  # as a user may type it
+    paths = split(given, tmp_path / "s", PAPER, seed=0)
+    assert opened == [given]  # checked, split and cut from one opened value
+    assert read_metadata(paths["split"])["benchmark"] == given
+    assert read_metadata(paths["evaluation"])["heldout_of"] == given
+
+
 def _rows(tmp_path, n=2, count=40):
     from autocomp.config import NegativesConfig
     from autocomp.protocol.stages import negatives_stage, sample_stage

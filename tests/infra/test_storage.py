@@ -74,6 +74,19 @@ class Relay:
                 s.shutdown(socket.SHUT_RDWR)
 
 
+BUCKETS = ("autocomp", "bench", "mlpipeline", "bucket", "autocomp-runs")
+
+
+def make_buckets(port: int, names: tuple[str, ...] = BUCKETS) -> None:
+    """The buckets the tests use, made as an administrator would: autocomp never creates one
+    (its keys may hold only objects under a prefix)."""
+    from minio import Minio
+
+    admin = Minio(f"127.0.0.1:{port}", "admin", "admin", secure=False, region="us-east-1")
+    for name in names:
+        admin.make_bucket(name)
+
+
 @pytest.fixture(scope="module")
 def s3_server():
     port = _free_port()
@@ -82,6 +95,7 @@ def s3_server():
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         _wait(port)
+        make_buckets(port)
         yield port
     finally:
         proc.terminate()
@@ -296,7 +310,7 @@ def test_s3_full_unreachable_or_refusing_store_stops_with_one_line(s3_env, tmp_p
     key = "work/render/k/images/c1/minimal.png"
     original = store.client.put_object
     for code, kind, fix in (("XMinioStorageFull", StorageError, "the store is full"),
-                            ("AccessDenied", UsageError, "refuses the write")):  # fmt: skip
+                            ("AccessDenied", UsageError, "may not s3:PutObject")):  # fmt: skip
 
         def answer(*args, code=code, **kwargs):  # noqa: ANN002, ANN003, ANN202
             raise S3Error(None, code, "refused", "/autocomp", "req", "host")
@@ -346,3 +360,63 @@ def test_s3_objects_ranges_listing_and_copies(s3_env, tmp_path):
     store.get("out/copy", tmp_path / "copy")
     assert (tmp_path / "copy" / "x.bin").read_bytes() == data
     assert store.delete("work") == 1 and store.list("work") == []
+
+
+class _Misbehaving:
+    """An HTTP server that answers every request with one status and body: a proxy's bare 500,
+    a 200 that is not S3 (a web page on the wrong port)."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # noqa: ANN002
+                pass
+
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _answer  # noqa: N815
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.port = self.server.server_address[1]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(("status", "body"), [(500, b"<html>oops</html>"),
+                                              (200, b"\xff\xfe\x00garbage")])  # fmt: skip
+def test_a_server_that_is_not_s3_is_one_line(status, body, monkeypatch, tmp_path):
+    from autocomp.store.probe import probe_store
+
+    server = _Misbehaving(status, body)
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", f"http://127.0.0.1:{server.port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    try:
+        store = S3Store("s3://autocomp/x", retries=1, backoff=0.01)
+        calls = [lambda: store.list("work"), lambda: store.manifest("benchmarks/b")]
+        if status == 500:  # a 200 to a PUT or a GET of bytes cannot be told from S3's
+            calls += [lambda: store.put("benchmarks/b", _output(tmp_path / "out")),
+                      lambda: store.read_bytes("a/b")]  # fmt: skip
+        for call in calls:
+            with pytest.raises((StorageError, UsageError)) as info:
+                call()
+            text = str(info.value)
+            assert "\n" not in text and "s3://autocomp/x" in text and len(text) < 600, text
+        result = probe_store("s3://autocomp/x", retries=1)
+        assert not result.ok and "\n" not in result.failure
+    finally:
+        server.close()

@@ -8,9 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import IMAGE_DIGEST, IMAGE_REGISTRY, pinned_images
-
-DIGEST, REGISTRY = IMAGE_DIGEST, IMAGE_REGISTRY
+from tests.conftest import pinned_images
 
 
 @pytest.fixture(scope="package", autouse=True)

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from autocomp.cli.main import main
-from autocomp.pipelines.cluster.doctor import nodes_for
+from autocomp.pipelines.cluster.doctor import PROBE_PASSED, nodes_for
 from autocomp.pipelines.cluster.resources import GPU_CARDS, ScoreClass
 from autocomp.pipelines.compile import PIPELINES
 from tests.infra.test_storage import s3_server  # noqa: F401  (the moto_server fixture)
@@ -84,7 +84,7 @@ def test_doctor_passes_a_ready_installation(dists, tmp_path, no_kubeconfig, caps
         lines[1 + 2 * k].startswith("SKIP cluster: no kubeconfig")
         and "autocomp-hf" in (lines[1 + 2 * k])
     )
-    assert lines[2 + 2 * k] == f"PASS store: {store} is reachable and writable from this machine"
+    assert lines[2 + 2 * k] == f"PASS store: {store} is reachable from this machine: {PROBE_PASSED}"
     images = [line for line in lines if line.split()[1] == "image"]
     assert sorted(line.split()[0] for line in images) == ["FAIL", "PASS", "PASS"]
     assert "autocomp-caption" in next(i for i in images if i.startswith("FAIL")) and (
@@ -217,8 +217,8 @@ def test_doctor_checks_the_namespace_nodes_and_store_through_the_kube_api(
     assert "PASS gpu 2x (nvidia.com/gpu.memory >= 76293)" in gpus  # qwen2.5-vl-72b
     assert not any("4x" in key for key in gpus)  # no requested model needs 4 GPUs
     store = next(line for line in out if line.split()[1] == "store:")
-    assert store == ("PASS store: s3://autocomp/runs is reachable and writable from a pod in team "
-                     "with the steps' Secret autocomp-s3 and image")  # fmt: skip
+    assert store == ("PASS store: s3://autocomp/runs is reachable from a pod in team with the "
+                     f"steps' Secret autocomp-s3 and image: {PROBE_PASSED}")  # fmt: skip
     (pod,) = kube.created
     (container,) = pod["spec"]["containers"]
     assert container["image"].split("/")[-1] == f"autocomp-core:v1@{DIGEST}"

@@ -6,8 +6,10 @@ library checks (pipelines.checks) refuse what the CLI refuses. `make lint` runs 
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
+import textwrap
 
 import pytest
 
@@ -74,13 +76,14 @@ def test_a_profile_whose_seeds_disagree_is_refused():
 
 
 def _components() -> dict[str, list]:
+    """Stage -> the components that rebuild its configuration."""
     from autocomp.pipelines.definitions.components import evaluation, finetune, generation
 
     return {
         "sample": [generation.sample],
         "caption": [generation.caption],
-        "render": [generation.render],
-        "validate": [generation.validate],
+        "render": [generation.render, generation.shard_plan],
+        "validate": [generation.validate, generation.shard_plan],
         "curate": [generation.curate],
         "negatives": [generation.negatives],
         "score": [evaluation.score],
@@ -88,17 +91,76 @@ def _components() -> dict[str, list]:
     }
 
 
-def test_each_component_takes_its_stage_fields_and_rebuilds_its_config():
+def _every_component() -> list:
+    from autocomp.pipelines.definitions.components import evaluation, finetune, generation
+
+    found = []
+    for module in (generation, evaluation, finetune):
+        found += [v for v in vars(module).values() if hasattr(v, "component_spec")]
+    return found
+
+
+def _tree(component) -> ast.FunctionDef:
+    source = textwrap.dedent(inspect.getsource(component.python_func))
+    func = ast.parse(source).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    return func
+
+
+def _rebuilds(func: ast.FunctionDef, stage: str) -> list[ast.Call]:
+    return [node for node in ast.walk(func)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "rebuild" and node.args
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == stage]  # fmt: skip
+
+
+def test_each_component_rebuilds_its_config_from_its_inputs_by_name():
+    """A component passes each field of its stage's configuration from the input of that name
+    (or of the parameter's name, where a step takes two stages' fields: render_settings), in
+    one `rebuild` call; its declared input types are the parameters' types."""
     kinds = {"String": str, "Integer": int, "Float": float, "Boolean": bool, "List": list,
              "Dict": dict}  # fmt: skip
     for stage, components in _components().items():
+        fed = plumbing.fed(stage)
         for component in components:
+            func = _tree(component)
+            calls = _rebuilds(func, stage)
+            assert len(calls) == 1, (component.name, stage)
+            given = {kw.arg: kw.value for kw in calls[0].keywords}
+            assert set(given) == set(fed), (component.name, stage)
             declared = component.component_spec.inputs
-            for field, parameter in plumbing.fed(stage).items():
-                assert field in declared, (stage, component.name, field)
-                assert kinds[declared[field].type] is plumbing.kfp_type(parameter), field
-            source = inspect.getsource(component.python_func)
-            assert f'Config(**values("{stage}", locals())' in source, component.name
+            for field, value in given.items():
+                assert isinstance(value, ast.Name), (component.name, field)
+                assert value.id in (field, fed[field].name), (component.name, field, value.id)
+                assert kinds[declared[value.id].type] is plumbing.kfp_type(fed[field]), field
+
+
+def test_no_component_takes_an_input_it_does_not_read_or_reads_locals():
+    """Each step receives only what it reads: every input is used in its body, and no
+    component hands its whole namespace on (no locals(), no vars())."""
+    components = _every_component()
+    assert len(components) >= 15
+    for component in components:
+        func = _tree(component)
+        names = [a.arg for a in func.args.args]
+        read = {node.id for node in ast.walk(func)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}  # fmt: skip
+        assert set(names) <= read, (component.name, sorted(set(names) - read))
+        called = {node.func.id for node in ast.walk(func)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}  # fmt: skip
+        assert not called & {"locals", "vars", "globals"}, component.name
+
+
+def test_rebuild_refuses_missing_or_foreign_fields():
+    with pytest.raises(TypeError, match=r"missing \['batch_size'"):
+        plumbing.rebuild("negatives", protocol="paper")
+    with pytest.raises(TypeError, match=r"not its fields \['workers'\]"):
+        plumbing.rebuild("negatives", protocol="paper", batch_size=8, workers=1)
+    made = plumbing.rebuild(
+        "score", blind="", choice_negatives=3, choice_seed=0, limit=0, batch_size=0,
+        max_candidates=64,
+    )  # fmt: skip
+    assert made.limit is None and made.batch_size is None  # the stand-ins are None again
 
 
 def _spec(pipeline: str) -> dict:

@@ -13,7 +13,7 @@ from autocomp.protocol.stages import negatives_stage, sample_stage
 from autocomp.scoring.checks import check_benchmark
 from autocomp.scoring.images import load_image
 from autocomp.store import publish
-from autocomp.store.catalog.benchmarks import check_source, open_benchmark, resolve_benchmark
+from autocomp.store.catalog.benchmarks import locate, open_benchmark, resolve_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -71,19 +71,19 @@ def test_folders_without_parquet_or_with_mixed_schemas_are_refused(bench, tmp_pa
 
 def test_names_need_a_store_and_must_be_published(bench, tmp_path):
     with pytest.raises(UsageError, match="give its store with --store"):
-        check_source("color-run", None)
+        locate("color-run", None)
     store = str(tmp_path / "store")
     with pytest.raises(UsageError, match=r"published: none"):
-        check_source("color-run", store)
+        locate("color-run", store)
     publish.publish_stage(bench / "bench.parquet", bench / "images", tmp_path / "w", store, "run-1")
     publish.publish_stage(
         bench / "bench.parquet", bench / "images", tmp_path / "w2", store, "run-2"
     )
     with pytest.raises(UsageError, match=r"'color-run': is not a benchmark published in .*"
                        r"\(published: run-1, run-2\)"):  # fmt: skip
-        check_source("color-run", store)
+        locate("color-run", store)
     with pytest.raises(UsageError, match="is not a benchmark name"):
-        check_source("../run-1", store)
+        locate("../run-1", store)
 
 
 def test_a_published_benchmark_is_fetched_once_into_the_output_folder(bench, tmp_path):
@@ -102,3 +102,39 @@ def test_a_published_benchmark_is_fetched_once_into_the_output_folder(bench, tmp
     assert part.stat().st_ino == inode and again.digest == digest  # a complete fetch is reused
     part.unlink()  # a damaged cache is fetched again
     assert resolve_benchmark("run-1", store, tmp_path / "out").digest == digest
+
+
+@pytest.mark.slow
+def test_score_resolves_its_benchmark_once(bench, tmp_path, monkeypatch):
+    """`score` turns its benchmark argument into one checked value at its edge: a table is
+    opened once, a published name checked in its store once and fetched without a second
+    check; the mode's checks read the rows once."""
+    from collections import Counter
+
+    from autocomp.scoring import score
+    from autocomp.store.catalog import benchmarks, published
+
+    store = str(tmp_path / "store")
+    publish.publish_stage(bench / "bench.parquet", bench / "images", tmp_path / "w", store, "run-1")
+    calls: Counter = Counter()
+
+    def spy(module, name):
+        real = getattr(module, name)
+
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+    spy(benchmarks, "open_benchmark")
+    spy(published, "check_published")
+    spy(benchmarks.Benchmark, "read")
+    config = ScoreConfig(limit=1, images=str(bench / "images"))
+    score("tiny-clip", bench / "bench.parquet", tmp_path / "local", config)
+    assert calls == {"open_benchmark": 1, "read": 1}
+    calls.clear()
+    score("tiny-clip", "run-1", tmp_path / "stored", ScoreConfig(limit=1), store=store)
+    assert calls == {"check_published": 1, "open_benchmark": 1, "read": 1}
+    run = (tmp_path / "stored" / "tiny-clip" / "run.json").read_text()
+    assert '"name": "run-1"' in run and '"kind": "store"' in run

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from autocomp.errors import shorten, weights_error
 
 
+@pytest.mark.slow  # builds and loads the tiny CLIP
 def test_building_a_tiny_open_clip_model_logs_no_random_init_warning(tmp_path, monkeypatch, caplog):
     from autocomp.scoring.registry import get_model
     from autocomp.tiny.scoring import ensure_open_clip_weights

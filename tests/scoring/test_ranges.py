@@ -155,7 +155,7 @@ def _stored(store: Path, source, config: ScoreConfig, folder: Path) -> StoredRun
     entry = get_model("tiny-clip")
     record = run_record(entry, source, config)
     run = ScoreRun(folder / "tiny-clip")
-    return StoredRun(open_store(str(store)), run, record, ranged_key(record, config))
+    return StoredRun(open_store(str(store)), run, record, ranged=ranged_key(record, config))
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
-"""Agreement among human annotators: Fleiss' kappa, and the per-annotator raw scores of the
-paper's Table 20.
+"""Agreement among human annotators: Fleiss' kappa, the per-annotator raw scores of the
+paper's Table 20, and the human results per cell (concordance with the validator, human Swap /
+Confusion accuracy: the long table of Table 11).
 
 Input rows are the human annotation CSVs' rows (annotator, sample_id, task, answer; see
 analysis/report.py) and the benchmark table (sample_id, family, n, condition, caption).
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from autocomp.analysis.statistics import rows_table
+from autocomp.errors import UsageError
 
 TASKS = ("valid", "swap", "confusion")
 
@@ -137,3 +139,73 @@ def per_annotator_scores(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.
         for (f, n, c, a), counts in sorted(cells.items(), key=str)
     ]
     return rows_table(out, ["family", "n", "condition", "annotator", *columns])
+
+
+def human_results(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
+    """Concordance with the automated verdicts and human accuracy per family x N x condition."""
+    info = {r["sample_id"]: r for r in benchmark.to_pylist()}
+    cells: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    annotators: dict[tuple, set] = defaultdict(set)
+    for i, r in enumerate(rows):
+        missing = {"annotator", "sample_id", "task", "answer"} - r.keys()
+        if missing:
+            raise UsageError(
+                "human annotations",
+                sorted(missing),
+                "missing column(s); the format is annotator,sample_id,task,answer",
+            )
+        if r["task"] not in TASKS:
+            raise UsageError(
+                f"human annotations row {i + 2}",
+                r["task"],
+                f"task must be one of {', '.join(TASKS)}",
+            )
+        sample = info.get(r["sample_id"])
+        if sample is None:
+            raise UsageError(
+                f"human annotations row {i + 2}",
+                r["sample_id"],
+                "is not a sample of this benchmark",
+            )
+        key = (sample["family"], sample["n"], sample["condition"])
+        annotators[key].add(r["annotator"])
+        if r["task"] == "valid":
+            said = r["answer"].strip().lower() in ("yes", "y", "1", "true", "valid")
+            right = said == bool(sample.get("accepted", True))
+        else:
+            right = r["answer"].strip() == sample["caption"]
+        cell = cells[key][r["task"]]
+        cell[0] += 1
+        cell[1] += right
+    out = []
+    for key, tasks in sorted(cells.items()):
+        row = {
+            "family": key[0],
+            "n": key[1],
+            "condition": key[2],
+            "annotators": len(annotators[key]),
+        }
+        for task, name in (
+            ("valid", "concordance"),
+            ("swap", "swap_accuracy"),
+            ("confusion", "confusion_accuracy"),
+        ):
+            n, k = tasks.get(task, (0, 0))
+            row[name] = k / n if n else None
+            row[f"{task}_items"] = n
+        out.append(row)
+    return rows_table(
+        out,
+        [
+            "family",
+            "n",
+            "condition",
+            "annotators",
+            "concordance",
+            "swap_accuracy",
+            "confusion_accuracy",
+            "valid_items",
+            "swap_items",
+            "confusion_items",
+        ],
+    )

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
     from matplotlib.typing import RcKeyType
 
 # Okabe & Ito (2008), ordered so that neighbours differ most; black last
@@ -69,7 +72,7 @@ class Plot:
 
     name: str
     title: str
-    figure: Any
+    figure: Figure
     caveats: list[str] = field(default_factory=list)
 
 
@@ -82,7 +85,7 @@ def style() -> Iterator[None]:
         yield
 
 
-def new_figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Figure:
     """A figure of `width` x `height` inches on an Agg canvas, with constrained layout (call
     inside `style()`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -126,7 +129,7 @@ def series_styles(labels: list[str]) -> dict[str, tuple[str, str]]:
 # ----------------------------------------------------------------------------- output
 
 
-def figure_bytes(fig: Any, fmt: str) -> bytes:
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
     """The figure in one of FORMATS, deterministic for the same figure."""
     buffer = io.BytesIO()
     with style():
@@ -134,7 +137,7 @@ def figure_bytes(fig: Any, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-def write_figure(fig: Any, folder: Path, name: str) -> str:
+def write_figure(fig: Figure, folder: Path, name: str) -> str:
     """Write folder/<name>.{svg,pdf,png}; return the SVG text. The layout is computed once and
     kept, so the three files (and the overlap check after them) share it."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -179,7 +182,7 @@ def inline_svg(svg: str, prefix: str, label: str) -> str:
 # ----------------------------------------------------------------------------- the overlap check
 
 
-def _hidden_tick_labels(fig: Any) -> set[int]:
+def _hidden_tick_labels(fig: Figure) -> set[int]:
     """Tick labels matplotlib keeps but does not draw (their tick lies outside the view)."""
     hidden: set[int] = set()
     for ax in fig.axes:
@@ -193,7 +196,7 @@ def _hidden_tick_labels(fig: Any) -> set[int]:
     return hidden
 
 
-def drawn_texts(fig: Any) -> list[Any]:
+def drawn_texts(fig: Figure) -> list[Any]:
     """Every text artist the figure draws (non-empty, visible), after drawing it."""
     from matplotlib.text import Text
 
@@ -207,12 +210,12 @@ def drawn_texts(fig: Any) -> list[Any]:
     ]
 
 
-def text_overlaps(fig: Any, pad: float = 0.5) -> list[str]:
+def text_overlaps(fig: Figure, pad: float = 0.5) -> list[str]:
     """What is wrong with the figure's text, measured by matplotlib after drawing (empty when
     nothing): two texts that overlap, a text cut by the figure's edge, a text over another
     panel's plot area, and a text inside a panel over one of its bars."""
     texts = drawn_texts(fig)
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg: new_figure
     boxes = [t.get_window_extent(renderer).padded(-pad) for t in texts]
     panels = [ax for ax in fig.axes if ax.get_visible()]
     frame = fig.bbox.padded(1.0)
@@ -233,7 +236,7 @@ def text_overlaps(fig: Any, pad: float = 0.5) -> list[str]:
     return problems
 
 
-def _over_a_bar(ax: Any, box: Any, renderer: Any, pad: float) -> bool:
+def _over_a_bar(ax: Axes, box: Bbox, renderer: Any, pad: float) -> bool:
     from matplotlib.patches import Rectangle
 
     return any(

@@ -3,20 +3,21 @@ scripts). It opens with what the report is computed on (analysis/scope.py); the 
 tables (percent, with intervals) come next, then the figures, then every other analysis; the
 long tables the paper tables are cut from are folded away (they are in tables/*.csv). Every
 table and figure shows its caveats (rejected samples kept, fallback captions, empty input) right
-under its title."""
+under its title. The analyses, their titles, notes and order come from the table registry
+(analysis/tables.py); the page reads the run (RunData) and its tables (ReportTables) only."""
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 import pyarrow as pa
 
 from autocomp import __version__
 from autocomp.analysis.draw import Plot, inline_svg
 from autocomp.analysis.escape import escape
-from autocomp.analysis.finetune_tables import DELTAS_NOTE, TABLE8_NOTE
+from autocomp.analysis.load import Json, RunData
+from autocomp.analysis.tables import ReportTables, specs
 from autocomp.analysis.wide import Cell, WideTable, percent
 
 # columns of the long tables that hold fractions: shown in percent on the page (the CSV and
@@ -27,10 +28,9 @@ PERCENT_COLUMNS = {
     "agreement", "a_pass_b_fail", "a_fail_b_pass", "unanimous", "confusion_swap_only",
     "confusion_confusion", "delta_c", "pretrained", "finetuned",
 }  # fmt: skip
-LONG_TABLES = ("accuracy", "context_deltas", "hard_negative_deltas", "survival_funnel")
 
 
-def _fmt(v: Any, column: str = "") -> str:
+def _fmt(v: object, column: str = "") -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
@@ -60,67 +60,6 @@ def html_table(table: pa.Table, limit: int = 400) -> str:
         else ""
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
-
-
-LONG_NOTES = {
-    "accuracy": "Accuracy per model, family, N, condition, set, protocol and score type, with the "
-    "95 % bootstrap interval over concepts (exact: the bootstrap distribution of an accuracy is "
-    "binomial) and the chance baseline of the actual candidate sets (Tables 5, 12-14 are cut from "
-    "it).",
-    "context_deltas": "accuracy_a = Minimal, accuracy_b = Contextual, delta = b - a on concepts "
-    "whose two samples both passed validation; 95 % paired bootstrap interval; exact McNemar "
-    "p-value (Table 6).",
-    "hard_negative_deltas": "accuracy_a = base model, accuracy_b = the hard-negative-trained "
-    "model, same items; paired interval and McNemar p-value (Table 7).",
-    "survival_funnel": "Per stage: survivors of every stage up to it, share of the sampled "
-    "items, rate = share of the previous stage (Table 3).",
-}
-
-SECTIONS = [
-    ("per_relation", "Per-relation accuracy, Swap, every relation family (Table 15)", ""),
-    (
-        "confusion_taxonomy",
-        "Confusion error taxonomy (Table 10)",
-        "Each wrong Confusion choice (paper protocol) classified from its arrangement: the swap of "
-        "the attributes; a repeated (object, attribute) pair; one object twice with different "
-        "attributes; an attribute shared by distinct objects; or a same-scene candidate.",
-    ),
-    (
-        "survival",
-        "Validation survival per check (Table 3)",
-        "A sample enters a check when it passed all earlier ones; survival = passed / entered, "
-        "cumulative = passed / all samples of the cell.",
-    ),
-    (
-        "filter_shift",
-        "Filter-induced distribution shift (Tables 4, 16)",
-        "Total variation between the retained and the sampled (target) label / object frequencies, "
-        "and the share of labels / objects kept within 0.5-1.5x and below 0.25x of target.",
-    ),
-    ("caption_diversity", "Contextual caption diversity (Table 17)", "Distinct-n of word n-grams."),
-    (
-        "human",
-        "Human validation (Tables 11, 20)",
-        "Concordance between annotators and the automated verdicts; human Swap / Confusion "
-        "accuracy (the long table of Table 11; the paper's layout is with the paper tables).",
-    ),
-    (
-        "human_per_annotator",
-        "Per-annotator raw scores (Table 20)",
-        "Correct answers per annotator out of the items they answered: Swap, Confusion, and "
-        "validity answers that agree with the validator.",
-    ),
-    (
-        "human_agreement",
-        "Inter-annotator agreement (Fleiss' kappa)",
-        "Items every annotator answered; categories yes/no (validity) and right/wrong (Swap, "
-        "Confusion); unanimous = share of items with one answer throughout; kappa_undefined "
-        "says why a kappa is – (one annotator, no item every annotator answered, or one answer "
-        "throughout); family / condition all, n – : the task over every cell.",
-    ),
-    ("table8", "Confusion fine-tuning (Table 8)", TABLE8_NOTE),
-    ("finetune_deltas", "Fine-tuned vs pretrained (Table 8)", DELTAS_NOTE),
-]
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
@@ -211,12 +150,13 @@ def figure_section(plots: list[tuple[Plot, str]], omitted: list[str]) -> str:
 
 def long_section(tables: dict[str, pa.Table], caveats: dict[str, list[str]]) -> str:
     parts = []
-    for key in LONG_TABLES:
+    for spec in specs("long"):
+        key = spec.key
         if key in tables:
             parts.append(
                 f'<details id="{escape(key, "id")}"><summary>{escape(key)} '
                 f"({tables[key].num_rows} rows; tables/{escape(key)}.csv)</summary>"
-                f"<p class=note>{escape(LONG_NOTES[key])}</p>"
+                f"<p class=note>{escape(spec.note)}</p>"
                 f"{caveats_html(caveats.get(key, []))}{html_table(tables[key])}</details>"
             )
     if not parts:
@@ -224,63 +164,64 @@ def long_section(tables: dict[str, pa.Table], caveats: dict[str, list[str]]) -> 
     return '<h2 id="long-tables">Long tables</h2>' + "".join(parts)
 
 
+def sections(report: ReportTables) -> str:
+    """Every other analysis, in the registry's order (analysis/tables.py): its title, note,
+    caveats and table, or the one-line note saying why it is left out."""
+    tables, notes, caveats = report.tables, report.notes, report.caveats
+    parts = []
+    for spec in specs("section"):
+        for key in spec.keys(tables) or [spec.key]:
+            heading = spec.heading_of(key)
+            present = key in tables and tables[key].num_rows > 0
+            if key in notes and not present:  # left out, with its one-line note
+                parts.append(
+                    f"<p class=omitted>{escape(heading)} left out: {escape(notes[key])}</p>"
+                )
+            elif key in tables:
+                why = notes.get(key, "")
+                warning = f"<p class=warning>{escape(why[:1].upper() + why[1:])}</p>" if why else ""
+                parts.append(
+                    f'<h2 id="{escape(key, "id")}">{escape(heading)}</h2>'
+                    f"<p class=note>{escape(spec.note)}</p>{caveats_html(caveats.get(key, []))}"
+                    f"{warning}{html_table(tables[key])}"
+                )
+    return "".join(parts)
+
+
+def _model_entry(name: str, m: Json) -> str:
+    weights, backend, score = (escape(str(m.get(k, ""))) for k in ("weights", "backend", "score"))
+    return f"<li><code>{escape(name)}</code>: {weights} ({backend}, score {score})</li>"
+
+
 def render_html(
-    data: dict[str, Any],
-    tables: dict[str, pa.Table],
+    data: RunData,
+    report: ReportTables,
     seed: int,
+    title: str | None = None,
     wide: list[WideTable] | None = None,
     omitted: list[str] | None = None,
     plots: list[tuple[Plot, str]] | None = None,
     plot_notes: list[str] | None = None,
 ) -> str:
-    def entry(name: str, m: dict) -> str:
-        weights, backend, score = (
-            escape(str(m.get(k, ""))) for k in ("weights", "backend", "score")
-        )
-        return f"<li><code>{escape(name)}</code>: {weights} ({backend}, score {score})</li>"
-
-    notes, caveats = data.get("notes") or {}, data.get("caveats") or {}
-    models = "".join(entry(name, m) for name, m in sorted(data["models"].items()))
-    title = escape(data.get("title") or data["run"].name)
+    """The page of a run (`title`: its name, default the run folder's); reads its inputs only."""
+    tables = report.tables
+    models = "".join(_model_entry(name, m) for name, m in sorted(data.models.items()))
+    heading = escape(title or data.run.name)
     protocols = (
         sorted(set(tables["accuracy"].column("protocol").to_pylist()))
         if tables["accuracy"].num_rows
         else []
     )
-    meta = data["meta"]
+    meta = data.meta
     provenance = escape(json.dumps(meta, indent=1, sort_keys=True, default=str)[:50000])
-    scope = data.get("scope")
-    summary = scope.summary() if scope is not None else []
     computed_on = "".join(
-        f"<p class={'caveat' if caveat else 'note'}>{escape(line)}</p>" for line, caveat in summary
+        f"<p class={'caveat' if caveat else 'note'}>{escape(line)}</p>"
+        for line, caveat in report.scope.summary()
     )
-    sections = []
-    for key, heading, note in SECTIONS:
-        present = key in tables and tables[key].num_rows > 0
-        if key in notes and not present:  # left out, with its one-line note
-            sections.append(
-                f"<p class=omitted>{escape(heading)} left out: {escape(notes[key])}</p>"
-            )
-        elif key in tables:
-            why = notes.get(key, "")
-            warning = f"<p class=warning>{escape(why[:1].upper() + why[1:])}</p>" if why else ""
-            sections.append(
-                f'<h2 id="{escape(key, "id")}">{escape(heading)}</h2>'
-                f"<p class=note>{escape(note)}</p>{caveats_html(caveats.get(key, []))}{warning}"
-                f"{html_table(tables[key])}"
-            )
-    for key in sorted(k for k in tables if k.startswith("judge_agreement_")):
-        sections.append(
-            f'<h2 id="{escape(key, "id")}">Agreement with judge {escape(key[16:])} (Table 21)</h2>'
-            f"<p class=note>a = this run's verdicts, b = the other judge; Cohen's kappa "
-            "(kappa_undefined: why it is –); condition all: both conditions; family all, n –: "
-            "every sample.</p>"
-            f"{html_table(tables[key])}"
-        )
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>autocomp report: {title}</title>
+<html lang="en"><head><meta charset="utf-8"><title>autocomp report: {heading}</title>
 <style>{CSS}</style></head><body>
-<h1>autocomp report: {title}</h1>
+<h1>autocomp report: {heading}</h1>
 <p>Protocols: {escape(", ".join(protocols))} (paper keeps candidates that describe the
 positive's scene, strict drops them). autocomp {__version__}; analysis seed {seed};
 benchmark protocol {escape(str(meta.get("protocol", "?")))}, made by autocomp
@@ -290,8 +231,8 @@ benchmark protocol {escape(str(meta.get("protocol", "?")))}, made by autocomp
 <p>Models and weights:</p><ul>{models}</ul>
 {paper_section(wide or [], omitted or [])}
 {figure_section(plots or [], plot_notes or [])}
-{"".join(sections)}
-{long_section(tables, caveats)}
+{sections(report)}
+{long_section(tables, report.caveats)}
 <h2 id=provenance>Provenance</h2>
 <p class=note>The benchmark's own record (configs, seeds, versions), from its Parquet metadata.</p>
 <details><summary>benchmark metadata</summary><pre>{provenance}</pre></details>

@@ -4,7 +4,6 @@ Fractions in the long tables print as they are stored; the paper-layout tables p
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pyarrow as pa
 
@@ -16,7 +15,7 @@ def to_latex(table: pa.Table, caption: str) -> str:
     """A booktabs LaTeX table."""
     cols = table.column_names
 
-    def cell(v: Any) -> str:
+    def cell(v: object) -> str:
         if isinstance(v, float):
             return "--" if math.isnan(v) else f"{v:.3f}"
         return escape(v, "latex")

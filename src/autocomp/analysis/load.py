@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,30 @@ BENCH_COLUMNS = [
 ]
 
 
-def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
+Json = dict[str, Any]  # a JSON object as read (run.json, the benchmark's metadata)
+CsvRows = list[dict[str, str]]  # the rows of CSV files, column -> text
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything the report reads from a run folder, as `load_run` read it. Nothing writes
+    into it: the tables, scope, layout, notes and caveats computed from it are a new value
+    (analysis/tables.py: ReportTables)."""
+
+    run: Path
+    benchmark: pa.Table  # BENCH_COLUMNS present, with sample keys (ids.with_sample_keys)
+    predictions: pa.Table  # every model's predictions, one table
+    models: dict[str, Json]  # model name -> its registry entry (run.json "entry")
+    meta: Json  # the benchmark's own record (configs, seeds, versions)
+    concepts: pa.Table | None  # the sampled concept set, when the run has this benchmark's
+    survival: pa.Table | None  # survival per check, when the run has this benchmark's
+    human: CsvRows  # human/*.csv: annotator, sample_id, task, answer
+    human_progress: Json | None  # answered / open items per annotator (audit collect)
+    judges: dict[str, CsvRows]  # judge name -> its decisions (judges/<name>.csv)
+    finetune: list[Json]  # score runs with finetune.json (finetune_tables.load_runs)
+
+
+def load_run(run: str | Path, option: str = "run") -> RunData:
     """Everything the report reads from a run folder (`option`: the flag that named it)."""
     run = Path(run)
     if not run.is_dir():
@@ -55,7 +79,7 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
     results = sorted(p for p in (run / "results").glob("*") if (p / "predictions").is_dir())
     if not results:
         raise UsageError(option, str(run), "holds no results/<model>/ score outputs")
-    models = {}
+    models: dict[str, Json] = {}
     for p in results:
         record = _run_record(p / "run.json")
         models[p.name] = record.get("entry") or {"name": p.name}
@@ -66,30 +90,31 @@ def load_run(run: str | Path, option: str = "run") -> dict[str, Any]:
         )
     read = [ScoreRun(p).read_predictions() for p in results]  # the run folder's owner
     predictions = pa.concat_tables(read, promote_options="default")
-    optional = _stage_tables(run, bench_dir, benchmark)
-    return {
-        "run": run,
-        "benchmark": benchmark,
-        "predictions": predictions,
-        "models": models,
-        "meta": source.metadata,
-        **optional,
-        "human": _read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
-        "human_progress": _human_progress(run / "human" / "audit.json"),
-        "judges": {
+    stage = _stage_tables(run, bench_dir, benchmark)
+    return RunData(
+        run=run,
+        benchmark=benchmark,
+        predictions=predictions,
+        models=models,
+        meta=source.metadata,
+        concepts=stage["concepts"],
+        survival=stage["survival"],
+        human=_read_csvs(sorted((run / "human").glob("*.csv")), HUMAN_COLUMNS),
+        human_progress=_human_progress(run / "human" / "audit.json"),
+        judges={
             p.stem: _read_csvs([p], JUDGE_COLUMNS) for p in sorted((run / "judges").glob("*.csv"))
         },
-        "finetune": load_runs(results),  # score runs with finetune.json
-    }
+        finetune=load_runs(results),  # score runs with finetune.json
+    )
 
 
-def _stage_tables(run: Path, bench_dir: Path, benchmark: pa.Table) -> dict[str, Any]:
+def _stage_tables(run: Path, bench_dir: Path, benchmark: pa.Table) -> dict[str, pa.Table | None]:
     """The concepts and survival tables: beside the benchmark (a published folder), else where
     the stage verbs write them in a run folder made by hand (README: run/concepts.parquet,
     run/curated/survival.parquet), and there only when they belong to this benchmark (never
     another run's): the concepts must cover every concept of the benchmark, and the survival
     table's curated.parquet must hold exactly the benchmark's samples."""
-    found: dict[str, Any] = {}
+    found: dict[str, pa.Table | None] = {}
     for name in ("concepts", "survival"):
         path = bench_dir / f"{name}.parquet"
         found[name] = pq.read_table(path) if path.is_file() else None
@@ -111,9 +136,9 @@ HUMAN_COLUMNS = ("annotator", "sample_id", "task", "answer")
 JUDGE_COLUMNS = ("sample_id", "passed")
 
 
-def _read_csvs(paths: list[Path], columns: tuple[str, ...]) -> list[dict[str, str]]:
+def _read_csvs(paths: list[Path], columns: tuple[str, ...]) -> CsvRows:
     """Rows of CSV files that must be UTF-8 with at least `columns`, every row complete."""
-    rows = []
+    rows: CsvRows = []
     for path in paths:
         try:
             with path.open(newline="", encoding="utf-8") as f:
@@ -138,7 +163,7 @@ def _read_csvs(paths: list[Path], columns: tuple[str, ...]) -> list[dict[str, st
     return rows
 
 
-def _human_progress(path: Path) -> dict[str, Any] | None:
+def _human_progress(path: Path) -> Json | None:
     """Answered and open items per annotator, as `audit collect` recorded them (None: no
     record, as for annotation CSVs made some other way)."""
     if not path.is_file():
@@ -148,9 +173,7 @@ def _human_progress(path: Path) -> dict[str, Any] | None:
     return answers if isinstance(answers, dict) else None
 
 
-def _run_record(
-    path: Path, fix: str = "re-run `autocomp score` into a new folder"
-) -> dict[str, Any]:
+def _run_record(path: Path, fix: str = "re-run `autocomp score` into a new folder") -> Json:
     if not path.is_file():
         return {}
     try:
@@ -162,7 +185,7 @@ def _run_record(
     return record
 
 
-def family_kinds(meta: dict[str, Any], names: Iterable[str]) -> dict[str, list[str]]:
+def family_kinds(meta: Json, names: Iterable[str]) -> dict[str, list[str]]:
     """The families of a run grouped by kind (attribute / relation), from the benchmark's own
     record of its family configs; a family missing there is looked up on the search path."""
     from autocomp.protocol.family import load_family

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -28,7 +28,6 @@ from autocomp.analysis import draw
 from autocomp.analysis.draw import Plot
 from autocomp.analysis.paper_tables import (
     CONDITION_LABELS,
-    GROUP_ORDER,
     MAIN_SCORE_TYPES,
     ROW_SUFFIX,
     SET_LABELS,
@@ -38,6 +37,11 @@ from autocomp.analysis.paper_tables import (
 from autocomp.analysis.scope import Scope
 from autocomp.analysis.survival import funnel_plot
 from autocomp.analysis.wide import percent
+from autocomp.scoring.backends import OTHER_GROUP, group_rank
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 PANEL_H = 1.9  # inches
 
@@ -50,15 +54,15 @@ def series_label(r: dict[str, Any]) -> str:
 
 def series_styles(rows: list[dict[str, Any]], layout: Layout | None) -> dict[str, tuple[str, str]]:
     """series -> (colour, marker), in the tables' row order (contrastive, generative, other)."""
-    group = layout.group if layout else (lambda _: "other")
+    group = layout.group if layout else (lambda _: OTHER_GROUP)
     names = sorted(
         {(r["model"], r.get("score_type", "score"), series_label(r)) for r in rows},
-        key=lambda k: (GROUP_ORDER.index(group(k[0])), k[0], k[1] != "score", k[1]),
+        key=lambda k: (group_rank(group(k[0])), k[0], k[1] != "score", k[1]),
     )
     return draw.series_styles([label for _, _, label in names])
 
 
-def _legend(fig: Any, styles: dict[str, tuple[str, str]], chance: bool = False) -> float:
+def _legend(fig: Figure, styles: dict[str, tuple[str, str]], chance: bool = False) -> float:
     """The models' legend at the figure's right; returns its width in inches (to widen the
     figure by)."""
     from matplotlib.lines import Line2D
@@ -92,7 +96,7 @@ def _bound(r: dict[str, Any], key: str) -> float:
 
 
 def _accuracy_panel(
-    ax: Any,
+    ax: Axes,
     xs: list[Any],
     tick: Callable[[Any], str],
     points: dict[str, dict[Any, dict]],
@@ -153,7 +157,7 @@ def accuracy_figure(
     tick: Callable[[Any], str],
     sets: list[str],
     join: bool = True,
-) -> Any | None:
+) -> Figure | None:
     """A panel per set (rows) x condition (columns): accuracy (%) at each x; `join`: x is
     ordered (N), so each model's points are joined."""
     conditions = sorted({r["condition"] for r in rows}, key=condition_rank)
@@ -229,7 +233,7 @@ def bars_figure(
     panels: list[tuple[str, list[tuple[str, dict[str, tuple]]]]],
     styles: dict[str, tuple[str, str]],
     ylabel: str,
-) -> Any | None:
+) -> Figure | None:
     """Vertical bars in groups, a panel per (panel title, [(group label, series -> (value,
     low, high))]); fractions in percentage points around a zero line."""
     groups = max((len(g) for _, g in panels), default=0)

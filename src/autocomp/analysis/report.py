@@ -28,230 +28,52 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from autocomp.analysis import agreement, draw
-from autocomp.analysis import statistics as analysis
-from autocomp.analysis.audit_tables import audit_tables, progress_caveats
-from autocomp.analysis.finetune_tables import finetune_tables
-from autocomp.analysis.html import SECTIONS, render_html
+from autocomp.analysis import draw
+from autocomp.analysis.audit_tables import audit_tables
+from autocomp.analysis.html import render_html
 from autocomp.analysis.latex import to_latex, wide_to_latex
-from autocomp.analysis.load import family_kinds, load_run
-from autocomp.analysis.paper_tables import layout_of, paper_tables
+from autocomp.analysis.load import RunData, load_run
+from autocomp.analysis.paper_tables import paper_tables
 from autocomp.analysis.plots import report_plots
-from autocomp.analysis.scope import Scope, scope_of
-from autocomp.analysis.survival import fallback_note, survival_funnel
-from autocomp.analysis.wide import to_csv
+from autocomp.analysis.survival import fallback_note
+from autocomp.analysis.tables import ReportTables, build_tables, specs
+from autocomp.analysis.wide import WideTable, to_csv
 from autocomp.errors import UsageError
 from autocomp.store.atomic import scratch_folder, sweep_stale
 from autocomp.store.catalog.ids import check_component
 from autocomp.store.outputs import check_output
 from autocomp.store.paths import check_apart
 
+if TYPE_CHECKING:
+    from autocomp.store.storage import Store
+
+
+class Written(TypedDict):
+    """What a report wrote: the page, the long tables (and their row counts), the paper-layout
+    tables, the figures, the notes of what was left out and the caveats of the whole run."""
+
+    html: Path
+    tables: list[str]
+    rows: dict[str, int]
+    paper: list[str]
+    figures: list[str]
+    omitted: list[str]
+    computed_on: list[str]
+
+
 REPORT_FOLDER = (
     "report"  # <run>/report: where a run's report goes (`report --run R`, `autocomp run`)
 )
 
-# ----------------------------------------------------------------------------- human studies
 
-
-HUMAN_TASKS = ("valid", "swap", "confusion")
-
-
-def human_results(rows: list[dict[str, str]], benchmark: pa.Table) -> pa.Table:
-    """Concordance with the automated verdicts and human accuracy per family x N x condition."""
-    info = {r["sample_id"]: r for r in benchmark.to_pylist()}
-    cells: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    annotators: dict[tuple, set] = defaultdict(set)
-    for i, r in enumerate(rows):
-        missing = {"annotator", "sample_id", "task", "answer"} - r.keys()
-        if missing:
-            raise UsageError(
-                "human annotations",
-                sorted(missing),
-                "missing column(s); the format is annotator,sample_id,task,answer",
-            )
-        if r["task"] not in HUMAN_TASKS:
-            raise UsageError(
-                f"human annotations row {i + 2}",
-                r["task"],
-                f"task must be one of {', '.join(HUMAN_TASKS)}",
-            )
-        sample = info.get(r["sample_id"])
-        if sample is None:
-            raise UsageError(
-                f"human annotations row {i + 2}",
-                r["sample_id"],
-                "is not a sample of this benchmark",
-            )
-        key = (sample["family"], sample["n"], sample["condition"])
-        annotators[key].add(r["annotator"])
-        if r["task"] == "valid":
-            said = r["answer"].strip().lower() in ("yes", "y", "1", "true", "valid")
-            right = said == bool(sample.get("accepted", True))
-        else:
-            right = r["answer"].strip() == sample["caption"]
-        cell = cells[key][r["task"]]
-        cell[0] += 1
-        cell[1] += right
-    out = []
-    for key, tasks in sorted(cells.items()):
-        row = {
-            "family": key[0],
-            "n": key[1],
-            "condition": key[2],
-            "annotators": len(annotators[key]),
-        }
-        for task, name in (
-            ("valid", "concordance"),
-            ("swap", "swap_accuracy"),
-            ("confusion", "confusion_accuracy"),
-        ):
-            n, k = tasks.get(task, (0, 0))
-            row[name] = k / n if n else None
-            row[f"{task}_items"] = n
-        out.append(row)
-    return analysis.rows_table(
-        out,
-        [
-            "family",
-            "n",
-            "condition",
-            "annotators",
-            "concordance",
-            "swap_accuracy",
-            "confusion_accuracy",
-            "valid_items",
-            "swap_items",
-            "confusion_items",
-        ],
-    )
-
-
-# ----------------------------------------------------------------------------- tables
-
-
-def build_tables(data: dict[str, Any], seed: int = 0) -> dict[str, pa.Table]:
-    """Every long table of a loaded run; sets data["scope"] (what it is computed on),
-    data["layout"], and data["notes"] / data["caveats"] (per table: why it is empty or left out,
-    and what it was computed on)."""
-    bench, pred = data["benchmark"], data["predictions"]
-    kinds = family_kinds(data["meta"], bench.column("family").unique().to_pylist())
-    scope = scope_of(bench, kinds, data["meta"])
-    data["scope"] = scope
-    data["layout"] = layout_of(data["models"], kinds)
-    bases = {name: m.get("base_model") for name, m in data["models"].items() if m.get("base_model")}
-    ours = sorted(f for f in scope.kinds if scope.autocomp(f))
-    tables = {
-        "accuracy": analysis.accuracy(pred),
-        "context_deltas": analysis.context_deltas(pred, scope.paired, seed),
-        "hard_negative_deltas": analysis.model_deltas(pred, bases, seed),
-        "per_relation": analysis.per_relation(pred, bench, kinds["relation"]),
-        "confusion_taxonomy": analysis.confusion_taxonomy(pred, bench, kinds["attribute"]),
-        "caption_diversity": analysis.caption_diversity(bench, ours),
-    }
-    if data.get("finetune"):
-        tables.update(finetune_tables(data["finetune"], seed))
-    if data["survival"] is not None:
-        tables["survival"] = data["survival"]
-        tables["survival_funnel"] = survival_funnel(data["survival"])
-    if data["concepts"] is not None:
-        tables["filter_shift"] = analysis.filter_shift(data["concepts"], bench)
-    if data["human"]:
-        tables["human"] = human_results(data["human"], bench)
-        tables["human_per_annotator"] = agreement.per_annotator_scores(data["human"], bench)
-        tables["human_agreement"] = agreement.human_agreement(data["human"], bench)
-    if data["judges"]:
-        keys = {r["sample_id"]: (r["family"], r["n"], r["condition"]) for r in bench.to_pylist()}
-        ours_ok = {r["sample_id"]: bool(r.get("accepted", True)) for r in bench.to_pylist()}
-        for name, rows in data["judges"].items():
-            yes, cells, reference = ("1", "true", "yes", "pass"), keys, ours_ok
-            if rows and "reference_passed" in rows[0]:  # audit judge: verdicts with rejections
-                cells = {**keys, **{r["sample_id"]: (r["family"], int(r["n"]), r["condition"])
-                                    for r in rows}}  # fmt: skip
-                reference = {r["sample_id"]: r["reference_passed"].strip().lower() in yes
-                             for r in rows}  # fmt: skip
-            theirs = {
-                r["sample_id"]: r["passed"].strip().lower() in yes
-                for r in rows
-                if r["sample_id"] in cells
-            }
-            tables[f"judge_agreement_{name}"] = analysis.judge_agreement(reference, theirs, cells)
-    data["notes"], data["caveats"] = table_notes(tables, scope, kinds, data["concepts"] is None)
-    for key in ("human", "human_per_annotator", "human_agreement"):
-        if key in tables:
-            data["caveats"][key] = progress_caveats(data.get("human_progress"))
-    return tables
-
-
-def table_notes(
-    tables: dict[str, pa.Table], scope: Scope, kinds: dict[str, list[str]], no_concepts: bool
-) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Per long table: why it is empty or left out (notes), and what it was computed on
-    (caveats; see analysis/scope.py)."""
-    notes: dict[str, str] = {}
-    ours = {f for f in scope.kinds if scope.autocomp(f)}
-    others = sorted(set(scope.kinds) - ours)
-    relation, attribute = set(kinds.get("relation", [])), set(kinds.get("attribute", []))
-    caveats = {
-        "accuracy": scope.caveats(),
-        "hard_negative_deltas": scope.caveats(),
-        "context_deltas": scope.caveats(paired=True, compare=True),
-        "per_relation": scope.caveats(lambda k: k[0] in relation),
-        "confusion_taxonomy": scope.caveats(lambda k: k[0] in attribute),
-        "caption_diversity": scope.caveats(lambda k: k[0] in ours and k[2] == "contextual"),
-    }
-    if not tables["context_deltas"].num_rows:
-        caveats["context_deltas"] = ["Empty: " + scope.paired_reason()]
-    if not relation & set(scope.kinds):
-        notes["per_relation"] = (
-            "no relation family in this run (Table 15 breaks Swap accuracy down per relation of "
-            "the relation-kind Auto-Comp families, such as position)."
-        )
-        caveats["per_relation"] = []
-    if not attribute & set(scope.kinds):
-        notes["confusion_taxonomy"] = (
-            "no attribute family in this run (Table 10 classifies wrong Confusion choices by "
-            "their Auto-Comp arrangement, which only attribute-kind families have)."
-        )
-        caveats["confusion_taxonomy"] = []
-    if others:
-        notes["caption_diversity"] = (
-            f"not computed for {', '.join(others)}: not Auto-Comp families, their captions are "
-            "not LLM-written Contextual captions of an Auto-Comp concept."
-        )
-        if not ours:
-            caveats["caption_diversity"] = []
-    if "filter_shift" in tables:
-        rejected = sum(s.rejected for s in scope.samples.values())
-        shift = []
-        if rejected:
-            shift.append(
-                f"Retained = the accepted samples: the {rejected:,} rejected samples "
-                "kept in this benchmark are not counted."
-            )
-        if rejected == len(scope.samples):
-            shift.append(
-                "No sample was accepted, so nothing was retained: the shift is "
-                "undefined (–), not 0 (which would claim perfect balance)."
-            )
-        caveats["filter_shift"] = shift
-    elif no_concepts:
-        notes["filter_shift"] = (
-            "the benchmark has no concept set (concepts.parquet, the sampled concepts the "
-            "retained ones are compared with)."
-        )
-    if "survival_funnel" in tables:
-        caveats["survival"] = caveats["survival_funnel"] = fallback_note(tables["survival_funnel"])
-    return notes, caveats
-
-
-def _concepts(predictions: Any) -> set[str]:
+def _concepts(predictions: pa.Table | None) -> set[str]:
     """The concepts a predictions table holds items of."""
     from autocomp.store.catalog.ids import concept_of
 
@@ -272,7 +94,7 @@ def report_stage(
     seed: int = 0,
     title: str | None = None,
     compare: list[str | Path] | None = None,
-) -> dict[str, Any]:
+) -> Written:
     """Write index.html, tables/<name>.{csv,parquet,tex} into `out`; return what was written.
     `compare`: run folders of the same concept set rendered by other generators (Table 9), each
     named by its folder name."""
@@ -288,50 +110,29 @@ def report_stage(
 
 def _write_report(
     run: str | Path, out: str | Path, seed: int, title: str, compare: dict[str, Path]
-) -> dict[str, Any]:
+) -> Written:
     """The report of the run folder `run`, its generator named `title` in the comparison with
     `compare` (generator name -> run folder)."""
-    import pyarrow.csv as pcsv
-
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError("out", str(out), "is a file; give a folder for the report")
     check_output(out)  # not under a file; missing parents are made with it (store/outputs.py)
     data = load_run(run)
-    data["title"] = title
-    tables = build_tables(data, seed)
-    if compare:
-        runs = {title: data["predictions"]}
-        ours = _concepts(data["predictions"])
-        for name, folder in compare.items():
-            runs[name] = load_run(folder, "compare")["predictions"]
-            if not ours & _concepts(runs[name]):  # the cross-generator table would be empty
-                raise UsageError("compare", str(folder), f"shares no scored concept with {run}; "
-                                 "compare runs of the same concept set")  # fmt: skip
-        tables["cross_generator"], tables["generator_order"] = analysis.cross_generator(runs)
+    report = build_tables(data, seed, _compared(data, title, run, compare))
+    tables = report.tables
     funnel = tables.get("survival_funnel")
     funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()
-    wide, omitted = paper_tables(tables, data["layout"], data["scope"], funnel_caveats)
-    wide += audit_tables(tables, data["layout"], data.get("human_progress"))
-    plots, plot_notes = report_plots(tables, data["layout"], data["scope"])
+    wide, omitted = paper_tables(tables, report.layout, report.scope, funnel_caveats)
+    wide += audit_tables(tables, report.layout, data.human_progress)
+    plots, plot_notes = report_plots(tables, report.layout, report.scope)
+    plots = [replace(plot, name=name) for plot, name in zip(plots, unique_names(plots))]
     # everything is written into a staging folder first, then swapped in: a failed report leaves
     # the previous one whole, and a new report never keeps an older report's extra files
     sweep_stale(out.parent)
     with scratch_folder(out) as staging:
-        (staging / "tables").mkdir()
-        for name, table in tables.items():
-            pq.write_table(table, staging / "tables" / f"{name}.parquet")
-            pcsv.write_csv(table, staging / "tables" / f"{name}.csv")
-            latex = to_latex(table, name.replace("_", " "))
-            (staging / "tables" / f"{name}.tex").write_text(latex, encoding="utf-8")
-        for table in wide:
-            (staging / "tables" / f"{table.name}.csv").write_text(to_csv(table), encoding="utf-8")
-            latex = wide_to_latex(table)
-            (staging / "tables" / f"{table.name}.tex").write_text(latex, encoding="utf-8")
-        drawn = []
-        for plot in _unique_names(plots):
-            drawn.append((plot, draw.write_figure(plot.figure, staging / "figures", plot.name)))
-        html = render_html(data, tables, seed, wide, omitted, drawn, plot_notes)
+        write_tables(report, wide, staging / "tables")
+        drawn = [(p, draw.write_figure(p.figure, staging / "figures", p.name)) for p in plots]
+        html = render_html(data, report, seed, title, wide, omitted, drawn, plot_notes)
         (staging / "index.html").write_text(html, encoding="utf-8")
         out.mkdir(exist_ok=True)
         for kind in ("tables", "figures"):
@@ -345,40 +146,74 @@ def _write_report(
         "rows": {k: t.num_rows for k, t in tables.items()},
         "paper": [t.name for t in wide],
         "figures": [p.name for p in plots],
-        "omitted": omitted + plot_notes + section_notes(tables, data["notes"]),
-        "computed_on": [line for line, caveat in data["scope"].summary() if caveat],
+        "omitted": omitted + plot_notes + section_notes(tables, report.notes),
+        "computed_on": [line for line, caveat in report.scope.summary() if caveat],
     }
+
+
+def _compared(
+    data: RunData, title: str, run: str | Path, compare: dict[str, Path]
+) -> dict[str, pa.Table]:
+    """Generator name -> predictions for Table 9: this run's (named `title`) and each of
+    `compare`, every one sharing a scored concept with this run; {} without `compare`."""
+    if not compare:
+        return {}
+    runs = {title: data.predictions}
+    ours = _concepts(data.predictions)
+    for name, folder in compare.items():
+        runs[name] = load_run(folder, "compare").predictions
+        if not ours & _concepts(runs[name]):  # the cross-generator table would be empty
+            raise UsageError("compare", str(folder), f"shares no scored concept with {run}; "
+                             "compare runs of the same concept set")  # fmt: skip
+    return runs
+
+
+def write_tables(report: ReportTables, wide: list[WideTable], folder: Path) -> None:
+    """tables/<key>.{parquet,csv,tex} of every long table, tables/<name>.{csv,tex} of every
+    paper-layout table, into the new folder `folder`; reads its inputs only."""
+    import pyarrow.csv as pcsv
+
+    folder.mkdir()
+    for name, table in report.tables.items():
+        pq.write_table(table, folder / f"{name}.parquet")
+        pcsv.write_csv(table, folder / f"{name}.csv")
+        latex = to_latex(table, name.replace("_", " "))
+        (folder / f"{name}.tex").write_text(latex, encoding="utf-8")
+    for table in wide:
+        (folder / f"{table.name}.csv").write_text(to_csv(table), encoding="utf-8")
+        (folder / f"{table.name}.tex").write_text(wide_to_latex(table), encoding="utf-8")
 
 
 def section_notes(tables: dict[str, pa.Table], notes: dict[str, str]) -> list[str]:
     """The one-line notes of the analyses left out (no table, or an empty one, with a reason)."""
     return [
-        f"{heading} left out: {notes[key]}"
-        for key, heading, _ in SECTIONS
-        if key in notes and (key not in tables or not tables[key].num_rows)
+        f"{spec.heading} left out: {notes[spec.key]}"
+        for spec in specs("section")
+        if spec.key in notes and (spec.key not in tables or not tables[spec.key].num_rows)
     ]
 
 
-def _unique_names(plots: list[draw.Plot]) -> list[draw.Plot]:
-    """The plots with file-safe names, made unique (two families may escape alike)."""
+def unique_names(plots: list[draw.Plot]) -> list[str]:
+    """The plots' file-safe names, made unique (two families may escape alike)."""
     from autocomp.analysis.escape import escape
 
     seen: set[str] = set()
+    names = []
     for plot in plots:
         name = escape(plot.name, "id")
         stem, i = name, 2
         while name in seen:
             name, i = f"{stem}-{i}", i + 1
         seen.add(name)
-        plot.name = name
-    return plots
+        names.append(name)
+    return names
 
 
 def _not_scores(path: str) -> bool:
     return not path.startswith("scores/")
 
 
-def assemble_run(store: Any, name: str, run: Path, option: str = "name") -> Path:
+def assemble_run(store: Store, name: str, run: Path, option: str = "name") -> Path:
     """Fetch benchmark `name` of a store into a run folder: benchmarks/<name> as benchmark/,
     every results/<name>/<model> as results/<model>, and human/<name>, judges/<name> when the
     store has them."""
@@ -401,12 +236,13 @@ def assemble_run(store: Any, name: str, run: Path, option: str = "name") -> Path
 
 def report_from_store(
     store: str, name: str | None, out: str | Path, seed: int = 0, compare: list[str] | None = None
-) -> dict[str, Any]:
+) -> Written:
     """Assemble the run folder of benchmark `name` from the store under out/run (and each
     benchmark named in `compare` under out/compare/<other>), then write the report into out."""
-    from autocomp.store.stores import open_store
+    from autocomp.store.stores import local_root, open_store
 
     check_seed(seed)
+    check_apart(out, {"store": local_root(store)})  # never into the store or what it publishes
     if not name:
         raise UsageError("name", None, "give the benchmark name in the store")
     check_component("name", name)

@@ -37,7 +37,6 @@ from autocomp.store.catalog.ids import concept_of
 
 CELL = ("model", "family", "n", "condition", "set", "protocol", "score_type")
 CONFIDENCE = 0.95
-SCORE_TYPES = ("score", "per_token", "choice")
 DEFAULT_SCORE_TYPE = "score"
 
 

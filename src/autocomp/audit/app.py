@@ -103,202 +103,20 @@ def _not_found() -> Response:
 
 def create_app(study_dir: str | Path) -> Starlette:
     """The app serving one study folder."""
-    study = Study(study_dir)
-
-    def who(request: Request) -> str | None:
-        return study.annotator_of(str(request.path_params.get("token", "")))
-
-    def next_open(annotator: str, after: int) -> int | None:
-        done = study.answers(annotator)
-        total = len(study.items[annotator])
-        for i in [*range(after + 1, total), *range(0, after + 1)]:
-            if i not in done:
-                return i
-        return None
-
-    def gate(annotator: str, item: int) -> tuple[int | None, bool]:
-        """Blinding: the validity questions show the positive caption, so they open only when
-        every choice item is answered (else: the first open choice item), and choice answers
-        are locked once a validity question is answered."""
-        items, answers = study.items[annotator], study.answers(annotator)
-        if items[item]["task"] == "valid":
-            for i, entry in enumerate(items):
-                if entry["task"] != "valid" and i not in answers:
-                    return i, False
-            return None, False
-        return None, any(items[i]["task"] == "valid" for i in answers)
-
-    def base(token: str) -> str:
-        return f"/a/{token}"
-
-    async def home(request: Request) -> Response:
-        return _page("Study", "<p>Open the link you were given for this study.</p>")
-
-    async def start(request: Request) -> Response:
-        annotator = who(request)
-        if annotator is None:
-            return _not_found()
-        token = request.path_params["token"]
-        item = next_open(annotator, -1)
-        target = f"{base(token)}/done" if item is None else f"{base(token)}/item/{item}"
-        return RedirectResponse(target, status_code=303, headers=HEADERS)
-
-    async def show(request: Request) -> Response:
-        annotator = who(request)
-        item = request.path_params["item"]
-        if annotator is None or not 0 <= item < len(study.items[annotator]):
-            return _not_found()
-        token = request.path_params["token"]
-        first_open, locked = gate(annotator, item)
-        if first_open is not None:
-            return RedirectResponse(f"{base(token)}/item/{first_open}", 303, headers=HEADERS)
-        entry = study.items[annotator][item]
-        answers = study.answers(annotator)
-        total = len(study.items[annotator])
-        chosen = answers.get(item)
-        yesno = entry["task"] == "valid"
-        buttons = []
-        for i, option in enumerate(entry["options"]):
-            label = option[0].upper() if yesno else str(i + 1)
-            cls = "option chosen" if i == chosen else "option"
-            buttons.append(
-                f'<button class="{cls}" type="submit" name="answer" value="{i}" '
-                f"{'disabled ' if locked else ''}"
-                f'aria-pressed="{"true" if i == chosen else "false"}">'
-                f"<kbd>{esc(label)}</kbd> {esc(option)}</button>"
-            )
-        if locked:
-            hint = "Locked: the answers to choice items cannot change after the checks began."
-        elif yesno:
-            hint = "Press y or n."
-        elif len(entry["options"]) <= 9:
-            hint = "Press the option's number."
-        else:
-            hint = "Type the option's number, then Enter (typed: <span id=typed></span>)."
-        prev = (
-            f'<a id="prev" href="{base(token)}/item/{item - 1}">&larr; previous</a>'
-            if item > 0
-            else ""
-        )
-        body = f"""<header><h1>{esc(TASK_TITLES[entry["task"]])}</h1>
-<span>Item {item + 1} of {total} &middot; answered {len(answers)}
-<progress max="{total}" value="{len(answers)}"></progress></span></header>
-<main><img src="{base(token)}/image/{item}" alt="the image to judge">
-<form id="answer" method="post" action="{base(token)}/item/{item}"
- data-kind="{"yesno" if yesno else "choice"}">
-<p><strong>{esc(entry["prompt"])}</strong></p>
-<div class="{"options many" if len(buttons) > 12 else "options"}">{"".join(buttons)}</div>
-<p class="hint">{hint} Left arrow: previous item.</p></form></main>
-<nav>{prev}</nav>"""
-        return _page(f"Item {item + 1} of {total}", body)
-
-    async def record(request: Request) -> Response:
-        annotator = who(request)
-        item = request.path_params["item"]
-        if annotator is None or not 0 <= item < len(study.items[annotator]):
-            return _not_found()
-        body = b""
-        async for chunk in request.stream():  # never buffer more than MAX_BODY
-            body += chunk
-            if len(body) > MAX_BODY:
-                return Response("Too large", status_code=413, headers=HEADERS)
-        values = parse_qs(body.decode("utf-8", "replace")).get("answer", [])
-        options = study.items[annotator][item]["options"]
-        # ASCII digits only: str.isdigit() also takes '²' and '١', which int() refuses or reads
-        if len(values) != 1 or not ANSWER.fullmatch(values[0]) or int(values[0]) >= len(options):
-            return Response("Bad answer", status_code=400, headers=HEADERS)
-        token = request.path_params["token"]
-        first_open, locked = gate(annotator, item)
-        if first_open is not None or locked:
-            return Response("This item is not open", status_code=409, headers=HEADERS)
-        study.answer(annotator, item, int(values[0]))
-        following = next_open(annotator, item)
-        target = f"{base(token)}/done" if following is None else f"{base(token)}/item/{following}"
-        return RedirectResponse(target, status_code=303, headers=HEADERS)
-
-    async def image(request: Request) -> Response:
-        annotator = who(request)
-        item = request.path_params["item"]
-        if annotator is None or not 0 <= item < len(study.items[annotator]):
-            return _not_found()
-        try:
-            path = study.image(annotator, item)
-        except PermissionError:
-            return _not_found()
-        if not path.is_file():
-            return _not_found()
-        return FileResponse(path, media_type="image/png", headers=HEADERS)
-
-    async def done(request: Request) -> Response:
-        annotator = who(request)
-        if annotator is None:
-            return _not_found()
-        token = request.path_params["token"]
-        total = len(study.items[annotator])
-        answered = len(study.answers(annotator))
-        missing = next_open(annotator, -1)
-        more = (
-            f'<p><a href="{base(token)}/item/{missing}">Continue with the open items</a></p>'
-            if missing is not None
-            else "<p>All items are answered. Thank you! You can close this page.</p>"
-        )
-        body = (
-            f"<h1>Study progress</h1><p id=done>Answered {answered} of {total}.</p>{more}"
-            f'<p><a id="prev" href="{base(token)}/item/{total - 1}">&larr; review answers</a></p>'
-        )
-        return _page("Study progress", body)
-
-    async def progress(request: Request) -> Response:
-        """The organiser's page: each annotator's progress, counts only (no item, answer or
-        sample is shown)."""
-        token = str(request.path_params.get("token", ""))
-        if not hmac.compare_digest(study.progress_token().encode(), token.encode()):
-            return _not_found()
-        rows = []
-        for name, p in study.progress().items():
-            journal = study.journal(name)
-            last = (
-                time.strftime("%Y-%m-%d %H:%M", time.localtime(journal.stat().st_mtime))
-                if journal.is_file()
-                else "–"
-            )
-            state = "done" if p["complete"] else f"{p['open']} open"
-            rows.append(
-                f"<tr><td>{esc(name)}</td><td>{p['answered']} of {p['items']}</td>"
-                f"<td>{p['choice_answered']} of {p['choice_items']}</td>"
-                f"<td>{p['valid_answered']} of {p['valid_items']}</td><td>{esc(state)}</td>"
-                f"<td>{esc(last)}</td></tr>"
-            )
-        body = (
-            "<h1>Study progress</h1><p class=hint>Refresh the page to update. Collect the "
-            "answers with <code>autocomp audit collect</code> once every annotator is done.</p>"
-            "<table id=progress><thead><tr><th>Annotator</th><th>Answered</th>"
-            "<th>Choice items</th><th>Validity questions</th><th>State</th><th>Last answer</th>"
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        )
-        return _page("Study progress", body)
-
-    async def asset(request: Request) -> Response:
-        name = request.url.path
-        text, kind = (JS, "text/javascript") if name == "/app.js" else (CSS, "text/css")
-        return Response(text, media_type=kind, headers=HEADERS)
-
-    async def no_icon(request: Request) -> Response:
-        return Response(status_code=204, headers=HEADERS)
-
+    pages = _Pages(Study(study_dir))
     routes = [
-        Route("/", home),
-        Route("/favicon.ico", no_icon),
-        Route("/app.js", asset),
-        Route("/app.css", asset),
-        Route("/a/{token}", start),
-        Route("/a/{token}/", start),
-        Route("/a/{token}/item/{item:int}", show, methods=["GET"]),
-        Route("/a/{token}/item/{item:int}", record, methods=["POST"]),
-        Route("/a/{token}/image/{item:int}", image),
-        Route("/a/{token}/done", done),
-        Route("/progress/{token}", progress),
-        Route("/progress/{token}/", progress),
+        Route("/", pages.home),
+        Route("/favicon.ico", pages.no_icon),
+        Route("/app.js", pages.asset),
+        Route("/app.css", pages.asset),
+        Route("/a/{token}", pages.start),
+        Route("/a/{token}/", pages.start),
+        Route("/a/{token}/item/{item:int}", pages.show, methods=["GET"]),
+        Route("/a/{token}/item/{item:int}", pages.record, methods=["POST"]),
+        Route("/a/{token}/image/{item:int}", pages.image),
+        Route("/a/{token}/done", pages.done),
+        Route("/progress/{token}", pages.progress),
+        Route("/progress/{token}/", pages.progress),
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -308,8 +126,213 @@ def create_app(study_dir: str | Path) -> Starlette:
         return Response("Method not allowed", status_code=405, headers=HEADERS)
 
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
-    app.state.study = study
+    app.state.study = pages.study
     return app
+
+
+def _base(token: str) -> str:
+    return f"/a/{token}"
+
+
+class _Pages:
+    """The app's request handlers over one study (each route's handler is a method)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+
+    def who(self, request: Request) -> str | None:
+        return self.study.annotator_of(str(request.path_params.get("token", "")))
+
+    def item_of(self, request: Request) -> tuple[str, int] | None:
+        """The annotator and the item position of an item URL (None: not one of theirs)."""
+        annotator = self.who(request)
+        item = request.path_params["item"]
+        if annotator is None or not 0 <= item < len(self.study.items[annotator]):
+            return None
+        return annotator, item
+
+    def next_open(self, annotator: str, after: int) -> int | None:
+        done = self.study.answers(annotator)
+        total = len(self.study.items[annotator])
+        for i in [*range(after + 1, total), *range(0, after + 1)]:
+            if i not in done:
+                return i
+        return None
+
+    def gate(self, annotator: str, item: int) -> tuple[int | None, bool]:
+        """Blinding: the validity questions show the positive caption, so they open only when
+        every choice item is answered (else: the first open choice item), and choice answers
+        are locked once a validity question is answered."""
+        items, answers = self.study.items[annotator], self.study.answers(annotator)
+        if items[item]["task"] == "valid":
+            for i, entry in enumerate(items):
+                if entry["task"] != "valid" and i not in answers:
+                    return i, False
+            return None, False
+        return None, any(items[i]["task"] == "valid" for i in answers)
+
+    async def home(self, request: Request) -> Response:
+        return _page("Study", "<p>Open the link you were given for this study.</p>")
+
+    async def start(self, request: Request) -> Response:
+        annotator = self.who(request)
+        if annotator is None:
+            return _not_found()
+        token = request.path_params["token"]
+        item = self.next_open(annotator, -1)
+        target = f"{_base(token)}/done" if item is None else f"{_base(token)}/item/{item}"
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+    async def show(self, request: Request) -> Response:
+        found = self.item_of(request)
+        if found is None:
+            return _not_found()
+        annotator, item = found
+        token = request.path_params["token"]
+        first_open, locked = self.gate(annotator, item)
+        if first_open is not None:
+            return RedirectResponse(f"{_base(token)}/item/{first_open}", 303, headers=HEADERS)
+        items, answers = self.study.items[annotator], self.study.answers(annotator)
+        return _item_page(items[item], item, len(items), answers, token, locked)
+
+    async def record(self, request: Request) -> Response:
+        found = self.item_of(request)
+        if found is None:
+            return _not_found()
+        annotator, item = found
+        body = b""
+        async for chunk in request.stream():  # never buffer more than MAX_BODY
+            body += chunk
+            if len(body) > MAX_BODY:
+                return Response("Too large", status_code=413, headers=HEADERS)
+        values = parse_qs(body.decode("utf-8", "replace")).get("answer", [])
+        options = self.study.items[annotator][item]["options"]
+        # ASCII digits only: str.isdigit() also takes '²' and '١', which int() refuses or reads
+        if len(values) != 1 or not ANSWER.fullmatch(values[0]) or int(values[0]) >= len(options):
+            return Response("Bad answer", status_code=400, headers=HEADERS)
+        token = request.path_params["token"]
+        first_open, locked = self.gate(annotator, item)
+        if first_open is not None or locked:
+            return Response("This item is not open", status_code=409, headers=HEADERS)
+        self.study.answer(annotator, item, int(values[0]))
+        following = self.next_open(annotator, item)
+        target = f"{_base(token)}/done" if following is None else f"{_base(token)}/item/{following}"
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+    async def image(self, request: Request) -> Response:
+        found = self.item_of(request)
+        if found is None:
+            return _not_found()
+        try:
+            path = self.study.image(*found)
+        except PermissionError:
+            return _not_found()
+        if not path.is_file():
+            return _not_found()
+        return FileResponse(path, media_type="image/png", headers=HEADERS)
+
+    async def done(self, request: Request) -> Response:
+        annotator = self.who(request)
+        if annotator is None:
+            return _not_found()
+        token = request.path_params["token"]
+        total = len(self.study.items[annotator])
+        answered = len(self.study.answers(annotator))
+        missing = self.next_open(annotator, -1)
+        more = (
+            f'<p><a href="{_base(token)}/item/{missing}">Continue with the open items</a></p>'
+            if missing is not None
+            else "<p>All items are answered. Thank you! You can close this page.</p>"
+        )
+        body = (
+            f"<h1>Study progress</h1><p id=done>Answered {answered} of {total}.</p>{more}"
+            f'<p><a id="prev" href="{_base(token)}/item/{total - 1}">&larr; review answers</a></p>'
+        )
+        return _page("Study progress", body)
+
+    async def progress(self, request: Request) -> Response:
+        """The organiser's page: each annotator's progress, counts only (no item, answer or
+        sample is shown)."""
+        token = str(request.path_params.get("token", ""))
+        if not hmac.compare_digest(self.study.progress_token().encode(), token.encode()):
+            return _not_found()
+        rows = [self.progress_row(name, p) for name, p in self.study.progress().items()]
+        body = (
+            "<h1>Study progress</h1><p class=hint>Refresh the page to update. Collect the "
+            "answers with <code>autocomp audit collect</code> once every annotator is done.</p>"
+            "<table id=progress><thead><tr><th>Annotator</th><th>Answered</th>"
+            "<th>Choice items</th><th>Validity questions</th><th>State</th><th>Last answer</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+        return _page("Study progress", body)
+
+    def progress_row(self, name: str, p: dict) -> str:
+        """One annotator's row of the progress page (counts and the time of the last answer)."""
+        journal = self.study.journal(name)
+        last = (
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(journal.stat().st_mtime))
+            if journal.is_file()
+            else "–"
+        )
+        state = "done" if p["complete"] else f"{p['open']} open"
+        return (
+            f"<tr><td>{esc(name)}</td><td>{p['answered']} of {p['items']}</td>"
+            f"<td>{p['choice_answered']} of {p['choice_items']}</td>"
+            f"<td>{p['valid_answered']} of {p['valid_items']}</td><td>{esc(state)}</td>"
+            f"<td>{esc(last)}</td></tr>"
+        )
+
+    async def asset(self, request: Request) -> Response:
+        name = request.url.path
+        text, kind = (JS, "text/javascript") if name == "/app.js" else (CSS, "text/css")
+        return Response(text, media_type=kind, headers=HEADERS)
+
+    async def no_icon(self, request: Request) -> Response:
+        return Response(status_code=204, headers=HEADERS)
+
+
+def _item_page(
+    entry: dict, item: int, total: int, answers: dict, token: str, locked: bool
+) -> HTMLResponse:
+    """One item's page: the image, the prompt, one button per option (the chosen one marked),
+    the keyboard hint and the link back."""
+    chosen = answers.get(item)
+    yesno = entry["task"] == "valid"
+    buttons = []
+    for i, option in enumerate(entry["options"]):
+        label = option[0].upper() if yesno else str(i + 1)
+        cls = "option chosen" if i == chosen else "option"
+        buttons.append(
+            f'<button class="{cls}" type="submit" name="answer" value="{i}" '
+            f"{'disabled ' if locked else ''}"
+            f'aria-pressed="{"true" if i == chosen else "false"}">'
+            f"<kbd>{esc(label)}</kbd> {esc(option)}</button>"
+        )
+    hint = _hint(locked, yesno, len(entry["options"]))
+    base = _base(token)
+    prev = f'<a id="prev" href="{base}/item/{item - 1}">&larr; previous</a>' if item > 0 else ""
+    body = f"""<header><h1>{esc(TASK_TITLES[entry["task"]])}</h1>
+<span>Item {item + 1} of {total} &middot; answered {len(answers)}
+<progress max="{total}" value="{len(answers)}"></progress></span></header>
+<main><img src="{base}/image/{item}" alt="the image to judge">
+<form id="answer" method="post" action="{base}/item/{item}"
+ data-kind="{"yesno" if yesno else "choice"}">
+<p><strong>{esc(entry["prompt"])}</strong></p>
+<div class="{"options many" if len(buttons) > 12 else "options"}">{"".join(buttons)}</div>
+<p class="hint">{hint} Left arrow: previous item.</p></form></main>
+<nav>{prev}</nav>"""
+    return _page(f"Item {item + 1} of {total}", body)
+
+
+def _hint(locked: bool, yesno: bool, options: int) -> str:
+    """The keyboard hint under an item's options."""
+    if locked:
+        return "Locked: the answers to choice items cannot change after the checks began."
+    if yesno:
+        return "Press y or n."
+    if options <= 9:
+        return "Press the option's number."
+    return "Type the option's number, then Enter (typed: <span id=typed></span>)."
 
 
 def check_port(port: int) -> None:

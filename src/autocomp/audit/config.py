@@ -15,7 +15,6 @@ ITEMS_DIR = "items"  # items/<annotator>.json: what that annotator sees, in orde
 ANSWERS_DIR = "answers"  # answers/<annotator>.jsonl: append-only journal, fsync per click
 
 TASKS = ("confusion", "swap", "valid")  # the order of the blocks an annotator sees
-VALIDITY_QUESTIONS = ("objects", "attributes", "background")  # background: Minimal only
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def _models(args: argparse.Namespace) -> None:
             m.name,
             m.backend,
             m.score,
-            m.weights if m.backend != "open_clip" else f"{m.architecture} / {m.weights}",
+            m.kind.weights_text(m),
             str(m.gpus),
             f"{m.gpu_memory_gb:g}",
             "yes" if m.trust_remote_code else "no",

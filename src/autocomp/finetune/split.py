@@ -98,7 +98,7 @@ def split_stage(
 
 def _shown(benchmark: BenchmarkSource) -> str:
     """How a provenance document names the benchmark: as it was given."""
-    return str(benchmark.path if isinstance(benchmark, Benchmark) else benchmark)
+    return benchmark.shown if isinstance(benchmark, Benchmark) else str(benchmark)
 
 
 def read_split(path: str | Path) -> dict[str, str]:

@@ -33,18 +33,18 @@ def check_inputs(
     model: str | Path | None = None,
     benchmark: str | Path | Benchmark | None = None,
     images_root: str | Path | None = None,
-) -> None:
+) -> Benchmark | None:
     """Everything a fine-tuning stage reads is checked before it writes anything: the model
     (a registered open_clip model, or a checkpoint folder), the benchmark (a table or a folder
-    of parts), the images folder, and `out` (a folder or nothing yet)."""
+    of parts), the images folder, and `out` (a folder or nothing yet). Returns the benchmark
+    opened (the one resolution the stage passes down), None without one."""
     from autocomp.scoring.registry import get_model
 
     if model is not None and not Path(model).is_dir():
         entry = get_model(str(model))
-        if entry.backend != "open_clip":
+        if not entry.kind.finetune:
             raise UsageError("model", str(model), "fine-tuning takes open_clip models only")
-    if benchmark is not None:
-        as_benchmark(benchmark)
+    source = as_benchmark(benchmark) if benchmark is not None else None
     if images_root is not None and not Path(images_root).is_dir():
         raise UsageError("images_root", str(images_root), "is not a folder; give the images folder")
     if Path(out).exists() and not Path(out).is_dir():
@@ -54,6 +54,7 @@ def check_inputs(
     if model is not None and Path(model).is_dir():
         check_apart(out, {"model": model})
     check_output(out)  # not under a file; missing parents are made with it
+    return source
 
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds are 32-bit
@@ -84,13 +85,13 @@ def split(
 ) -> dict[str, Path]:
     """out/split.parquet and out/evaluation.parquet (one table) of a benchmark: a table, a folder
     of parts or an opened Benchmark (autocomp.store.catalog.benchmarks)."""
-    check_inputs(out, benchmark=benchmark)
+    source = check_inputs(out, benchmark=benchmark) or as_benchmark(benchmark)  # opened once
     check_values(seed=seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    split_mod.split_stage(benchmark, out / "split.parquet", config, seed)
+    split_mod.split_stage(source, out / "split.parquet", config, seed)
     mapping = split_mod.read_split(out / "split.parquet")
-    split_mod.evaluation_table(benchmark, mapping, out / "evaluation.parquet")
+    split_mod.evaluation_table(source, mapping, out / "evaluation.parquet")
     return {"split": out / "split.parquet", "evaluation": out / "evaluation.parquet"}
 
 
@@ -112,7 +113,7 @@ def train(
     None: the split is made first in out/split (seed `split_seed`)."""
     from autocomp.scoring.registry import get_model
 
-    check_inputs(out, model, benchmark, images_root)
+    source = check_inputs(out, model, benchmark, images_root) or as_benchmark(benchmark)
     check_values(seed=seed, split_seed=split_seed, device=device, split_file=split_file)
     negative_kind(kind)
     if kind == "confusion":
@@ -120,9 +121,8 @@ def train(
     fresh = not Path(out).exists()
     try:
         if split_file is None:
-            split_file = split(benchmark, Path(out) / "split", config, split_seed)["split"]
+            split_file = split(source, Path(out) / "split", config, split_seed)["split"]
         base = get_model(model)
-        source = as_benchmark(benchmark)
         mapping = split_mod.read_split(split_file)
         train_rows = split_mod.rows_of(source, mapping, "train", config)
         val_rows = split_mod.rows_of(source, mapping, "validation", config)
@@ -163,11 +163,11 @@ def score_checkpoint(
     from autocomp.config import ScoreConfig
     from autocomp.scoring.stage import score_stage
 
-    check_inputs(out, model, benchmark, images_root)
+    source = check_inputs(out, model, benchmark, images_root) or as_benchmark(benchmark)
     entry = resolve_entry(model)
     out = Path(out)
     config = ScoreConfig(images=str(images_root) if images_root else None, device=device)
-    score_stage(entry, benchmark, out, config, progress=progress)
+    score_stage(entry, source, out, config, progress=progress)
     meta = {"base_model": entry.name, "negatives": "pretrained", "seed": None}
     if Path(model).is_dir():
         run = json.loads((Path(model) / "run.json").read_text())
@@ -185,7 +185,7 @@ def plan_runs(models: list[str], negatives: list[str], seeds: list[int]) -> list
     from autocomp.scoring.registry import get_model
 
     for model in models:
-        if get_model(model).backend != "open_clip":
+        if not get_model(model).kind.finetune:
             raise UsageError("models", model, "fine-tuning supports open_clip models only")
     for kind in negatives:
         negative_kind(kind)

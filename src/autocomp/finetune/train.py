@@ -22,7 +22,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
     from autocomp.scoring.contrastive import preprocess_options, resolve_weights
     from autocomp.tiny.scoring import register_open_clip_configs
 
-    if entry.backend != "open_clip":
+    if not entry.kind.finetune:
         raise UsageError("model", entry.name, "fine-tuning supports open_clip models only")
     register_open_clip_configs()
     quick_gelu = bool((entry.preprocess or {}).get("quick_gelu"))
@@ -116,13 +116,8 @@ class _Encoder:
     """Images and captions to normalised embeddings, in micro-batches, with optional autocast."""
 
     def __init__(self, model: Any, preprocess: Any, tokenizer: Any, device: str, amp: bool):
-        self.model, self.preprocess, self.tokenizer, self.device = (
-            model,
-            preprocess,
-            tokenizer,
-            device,
-        )
-        self.amp = amp
+        self.model, self.preprocess, self.tokenizer = model, preprocess, tokenizer
+        self.device, self.amp = device, amp
 
     def autocast(self) -> Any:
         import contextlib
@@ -249,7 +244,6 @@ def finetune(
     """Fine-tune `base` on the training rows; early stopping on validation Confusion accuracy.
     `on_checkpoint()`: after each evaluation's state is saved (the pipeline's train step
     commits the folder to the store then, so a preempted pod's successor resumes from it)."""
-    import numpy as np
     import torch
 
     if not train_rows or not val_rows:
@@ -273,136 +267,182 @@ def finetune(
         "data": data or {},
         "autocomp_version": __version__,
     }
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    model, preprocess, tokenizer, model_cfg = load_base(base, device)
-    model.train()
-    amp = config.mixed_precision and device.startswith("cuda")
-    enc = _Encoder(model, preprocess, tokenizer, device, amp)
-    optimizer = torch.optim.AdamW(
-        _param_groups(model, config.weight_decay), lr=config.peak_lr, betas=config.betas
-    )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config))
+    run = _Run(base, config, seed, out, device, record, on_checkpoint)
     root = Path(images_root) if images_root else None
     batch = min(config.batch_for(base.score), len(train_rows))  # no image twice in a batch
-    state_file = out / "state" / "train_state.pt"
-    step, curve, best, best_step, bad_evals = 0, [], -1.0, 0, 0
-    order: list[int] = []
-    if state_file.is_file():
+    at = run.at
+    if at.step == 0 and not at.curve:  # the pretrained model is the first candidate for "best"
+        run.checkpoint(evaluate(run.enc, base.score, val_rows, root))
+    busy, trained = 0.0, 0  # seconds spent in training steps (evaluations excluded)
+    while at.step < config.steps and at.bad_evals < config.patience:
+        busy += run.train_batch(train_rows, batch, kind, root)
+        trained += 1
+        if progress:
+            progress(1)
+        if at.step % config.eval_every == 0 or at.step == config.steps:
+            run.checkpoint(evaluate(run.enc, base.score, val_rows, root))
+    rate = trained / busy if trained and busy > 0 else float("nan")
+    result = TrainResult(out, name, at.step, at.best_step, at.best, at.step < config.steps, rate)
+    facts = {"effective_batch": batch, "train_rows": len(train_rows),
+             "validation_rows": len(val_rows), "device": device}  # fmt: skip
+    _write_outputs(base, record, at.curve, result, facts)
+    return result
+
+
+@dataclass
+class _Progress:
+    """Where a run is: what each evaluation saves with the weights and a resumed run restores."""
+
+    step: int = 0
+    curve: list[dict] = field(default_factory=list)
+    best: float = -1.0  # the best validation Confusion accuracy so far, at best_step
+    best_step: int = 0
+    bad_evals: int = 0  # evaluations since the last strict gain (patience)
+    order: list[int] = field(default_factory=list)  # the epoch's positions still to train on
+
+
+class _Run:
+    """One fine-tuning run's model, optimizer, schedule and random state (seeded, or restored
+    from the folder's last saved state), and the two things its loop does: train one batch,
+    and evaluate-and-save."""
+
+    def __init__(
+        self,
+        base: ModelEntry,
+        config: FinetuneConfig,
+        seed: int,
+        out: Path,
+        device: str,
+        record: dict[str, Any],
+        on_checkpoint: Callable[[], None] | None,
+    ) -> None:
+        import numpy as np
+        import torch
+
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        self.model, preprocess, tokenizer, self.model_cfg = load_base(base, device)
+        self.model.train()
+        amp = config.mixed_precision and device.startswith("cuda")
+        self.enc = _Encoder(self.model, preprocess, tokenizer, device, amp)
+        self.optimizer = torch.optim.AdamW(
+            _param_groups(self.model, config.weight_decay), lr=config.peak_lr, betas=config.betas
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: _lr_factor(s, config)
+        )
+        self.base, self.config, self.out, self.record = base, config, out, record
+        self.on_checkpoint = on_checkpoint
+        self.state_file = out / "state" / "train_state.pt"
+        self.at = self._restore(device) if self.state_file.is_file() else _Progress()
+
+    def _restore(self, device: str) -> _Progress:
+        """The last saved state of this same run (refused: a state that does not load, or is
+        another run's)."""
+        import torch
+
         try:
-            state = torch.load(state_file, map_location=device, weights_only=False)
+            state = torch.load(self.state_file, map_location=device, weights_only=False)
         except Exception as exc:  # cut, damaged or not a torch file: any unpickling error
             fix = (f"does not load ({type(exc).__name__}: {shorten(str(exc), 80)}); delete it "
                    "to start the run over")  # fmt: skip
-            raise UsageError("out", str(state_file), fix) from None
+            raise UsageError("out", str(self.state_file), fix) from None
         if not isinstance(state, dict) or "record" not in state:
             fix = "is not a fine-tuning state; delete it to start the run over"
-            raise UsageError("out", str(state_file), fix)
-        if state["record"] != record:
-            raise UsageError("out", str(out), "holds another fine-tuning run; use a new folder")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        rng.bit_generator.state = state["rng"]
+            raise UsageError("out", str(self.state_file), fix)
+        if state["record"] != self.record:
+            raise UsageError(
+                "out", str(self.out), "holds another fine-tuning run; use a new folder"
+            )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
-        step, curve, best, best_step = (
-            state["step"],
-            state["curve"],
-            state["best"],
-            state["best_step"],
-        )
-        bad_evals, order = state["bad_evals"], state["order"]
+        return _Progress(**{f.name: state[f.name] for f in fields(_Progress)})
 
-    def checkpoint(metrics: dict[str, float]) -> None:
-        nonlocal best, best_step, bad_evals
-        curve.append(
-            {
-                "step": step,
-                "lr": scheduler.get_last_lr()[0],
-                "loss": None,
-                "val_swap": metrics["swap"],
-                "val_confusion": metrics["confusion"],
-            }
+    def train_batch(self, rows: list[dict], batch: int, kind: str, root: Path | None) -> float:
+        """One optimizer step on the next `batch` rows of the seeded epoch order (a fresh order
+        when the current one runs out); returns the seconds it took."""
+        import torch
+
+        at, config = self.at, self.config
+        if len(at.order) < batch:
+            at.order = [int(i) for i in self.rng.permutation(len(rows))]
+        started = time.perf_counter()
+        picks, at.order = at.order[:batch], at.order[batch:]
+        texts = [rows[i]["caption"] for i in picks]
+        texts += [c for i in picks for c, _ in hard_negatives(rows[i], kind, config.k, self.rng)]
+        pixels = self.enc.pixels(_load_images([rows[i] for i in picks], root))
+        loss = train_step(self.enc, self.base.score, pixels, texts, config.k, config.micro_batch)
+        lr = self.scheduler.get_last_lr()[0]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            self.model.logit_scale.clamp_(0, math.log(100))
+        at.step += 1
+        took = time.perf_counter() - started
+        at.curve.append(
+            {"step": at.step, "lr": lr, "loss": loss, "val_swap": None, "val_confusion": None}
         )
+        return took
+
+    def checkpoint(self, metrics: dict[str, float]) -> None:
+        """Record an evaluation; keep the weights when they are the best so far; save the whole
+        state (a killed run resumes from it), then call on_checkpoint."""
+        import torch
+
+        at = self.at
+        lr = self.scheduler.get_last_lr()[0]
+        at.curve.append({"step": at.step, "lr": lr, "loss": None, "val_swap": metrics["swap"],
+                         "val_confusion": metrics["confusion"]})  # fmt: skip
         # The kept weights: the best validation Confusion accuracy, the later one on a tie (more
         # training at no validation cost); patience counts evaluations without a strict gain.
-        bad_evals = 0 if metrics["confusion"] > best else bad_evals + 1
-        if metrics["confusion"] >= best:
-            best, best_step = metrics["confusion"], step
-            save_weights(model, model_cfg, out)
-        with atomic_path(state_file) as tmp:
+        at.bad_evals = 0 if metrics["confusion"] > at.best else at.bad_evals + 1
+        if metrics["confusion"] >= at.best:
+            at.best, at.best_step = metrics["confusion"], at.step
+            save_weights(self.model, self.model_cfg, self.out)
+        with atomic_path(self.state_file) as tmp:
             torch.save(
                 {
-                    "record": record,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "rng": rng.bit_generator.state,
+                    "record": self.record,
+                    "model": self.model.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "rng": self.rng.bit_generator.state,
                     "torch_rng": torch.get_rng_state(),
-                    "step": step,
-                    "curve": curve,
-                    "best": best,
-                    "best_step": best_step,
-                    "bad_evals": bad_evals,
-                    "order": order,
+                    **{f.name: getattr(at, f.name) for f in fields(at)},
                 },
                 tmp,
             )
-        if on_checkpoint:
-            on_checkpoint()
+        if self.on_checkpoint:
+            self.on_checkpoint()
 
-    if step == 0 and not curve:  # the pretrained model is the first candidate for "best"
-        checkpoint(evaluate(enc, base.score, val_rows, root))
-    busy, trained = 0.0, 0  # seconds spent in training steps (evaluations excluded)
-    while step < config.steps and bad_evals < config.patience:
-        if len(order) < batch:  # a fresh seeded epoch order when the current one runs out
-            order = [int(i) for i in rng.permutation(len(train_rows))]
-        started = time.perf_counter()
-        picks, order = order[:batch], order[batch:]
-        texts = [train_rows[i]["caption"] for i in picks]
-        texts += [c for i in picks for c, _ in hard_negatives(train_rows[i], kind, config.k, rng)]
-        pixels = enc.pixels(_load_images([train_rows[i] for i in picks], root))
-        loss = train_step(enc, base.score, pixels, texts, config.k, config.micro_batch)
-        lr = scheduler.get_last_lr()[0]
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        with torch.no_grad():
-            model.logit_scale.clamp_(0, math.log(100))
-        step += 1
-        trained += 1
-        busy += time.perf_counter() - started
-        curve.append(
-            {"step": step, "lr": lr, "loss": loss, "val_swap": None, "val_confusion": None}
-        )
-        if progress:
-            progress(1)
-        if step % config.eval_every == 0 or step == config.steps:
-            checkpoint(evaluate(enc, base.score, val_rows, root))
-    rate = trained / busy if trained and busy > 0 else float("nan")
-    stopped_early = step < config.steps
-    notes = f"{kind} negatives, K={config.k}, seed {seed}, best step {best_step}"
-    entry = write_registry(base, name, out, notes)
-    document = provenance("finetune_curve", **record)
-    table = pa.Table.from_pylist(curve, CURVE_SCHEMA)
-    write_table(table, out / "curve.parquet", document)
+
+def _write_outputs(
+    base: ModelEntry, record: dict, curve: list[dict], result: TrainResult, facts: dict
+) -> None:
+    """The run's registry entry, its curve (Parquet, CSV, SVG) and run.json."""
     import pyarrow.csv as pacsv
 
-    pacsv.write_csv(table, out / "curve.csv")
-    (out / "curve.svg").write_text(_svg_curve(curve))
-    result = TrainResult(out, name, step, best_step, best, stopped_early, rate)
+    notes = (f"{record['negatives']} negatives, K={record['config']['k']}, seed "
+             f"{record['seed']}, best step {result.best_step}")  # fmt: skip
+    entry = write_registry(base, result.entry, result.folder, notes)
+    document = provenance("finetune_curve", **record)
+    table = pa.Table.from_pylist(curve, CURVE_SCHEMA)
+    write_table(table, result.folder / "curve.parquet", document)
+    pacsv.write_csv(table, result.folder / "curve.csv")
+    (result.folder / "curve.svg").write_text(_svg_curve(curve))
     summary = {
         **record,
         "registry_entry": entry,
-        "steps_done": step,
-        "best_step": best_step,
-        "best_val_confusion": best,
+        "steps_done": result.steps,
+        "best_step": result.best_step,
+        "best_val_confusion": result.best_confusion,
         "stopped_early": result.stopped_early,
-        "effective_batch": batch,
-        "train_rows": len(train_rows),
-        "validation_rows": len(val_rows),
-        "device": device,
-        "steps_per_second": rate,
+        **facts,
+        "steps_per_second": result.steps_per_second,
     }
-    write_text(out / "run.json", json.dumps(summary, indent=2, sort_keys=True, default=str))
-    return result
+    text = json.dumps(summary, indent=2, sort_keys=True, default=str)
+    write_text(result.folder / "run.json", text)

@@ -28,7 +28,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -41,7 +41,6 @@ from autocomp.generation.registry import (
     get_generation_model,
     weights_error,
 )
-from autocomp.store.atomic import atomic_path
 from autocomp.store.catalog import ids
 from autocomp.store.catalog.schemas import RENDER_SCHEMA
 from autocomp.store.images import ImageFolder, Images
@@ -114,8 +113,19 @@ def random_pipeline(source: str, pipeline_class: str, dtype: Any) -> Any:
     return cls(**parts).to(dtype=dtype)
 
 
-class Renderer:
-    """A diffusers pipeline loaded by model id (bf16 on GPU), rendering seeded batches."""
+@runtime_checkable
+class Renderer(Protocol):
+    """What the render stage asks of a text-to-image backend (beside autocomp.scoring.Scorer):
+    one image per prompt, each from its own seed, so an image does not depend on its batch."""
+
+    def render(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
+        """One PIL image per prompt, in order, the i-th drawn from `seeds[i]`."""
+        ...
+
+
+class DiffusersRenderer:
+    """A Renderer: a diffusers pipeline loaded by model id (bf16 on GPU), rendering seeded
+    batches."""
 
     def __init__(
         self,
@@ -152,7 +162,8 @@ class Renderer:
 
 
 def load_renderer(name: str, device: str | None = None, **overrides: Any) -> Renderer:
-    return Renderer(get_generation_model("renderer", name), device=device, **overrides)
+    """The registered renderer `name` (generation/models.yaml), loaded with diffusers."""
+    return DiffusersRenderer(get_generation_model("renderer", name), device=device, **overrides)
 
 
 def encode_png(image: Any, info: dict[str, Any]) -> bytes:
@@ -166,15 +177,6 @@ def encode_png(image: Any, info: dict[str, Any]) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", pnginfo=meta)
     return buffer.getvalue()
-
-
-def save_png(image: Any, path: Path, info: dict[str, Any]) -> str:
-    """Write a PNG atomically with an `autocomp` text chunk; return the file's SHA-256."""
-    data = encode_png(image, info)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
 
 
 def _existing(path: Path | bytes) -> tuple[int, int] | None:

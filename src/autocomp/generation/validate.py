@@ -104,6 +104,9 @@ def _row(sample: dict[str, Any], verdict: checks.Verdict) -> dict[str, Any]:
     }
 
 
+Verdicts = dict[str, dict[str, checks.Verdict]]  # sample id -> check -> its verdict
+
+
 def validate_batch(
     batch: list[dict[str, Any]],
     root: Path | Images,
@@ -114,15 +117,34 @@ def validate_batch(
     """Verdict rows for a batch of render rows: checks cheapest first, each on the survivors of
     the earlier ones (`all_checks`: every check on every decodable image, for audits). `root`:
     the render folder, or where its images are (a folder or a store prefix: store.images)."""
+    verdicts: Verdicts = {s["sample_id"]: {} for s in batch}
+    images = _open_images(batch, root, verdicts)
+    alive = [s for s in batch if s["sample_id"] in images]
+    kept_boxes = _check_objects(alive, images, models, settings, verdicts)
+    alive = _survivors(alive, verdicts, "objects", all_checks)
+    _check_background(alive, images, kept_boxes, models, settings, verdicts)
+    alive = _survivors(alive, verdicts, "background", all_checks)
+    _check_attributes(alive, images, models, verdicts)
+    return [row for s in batch for row in _sample_rows(s, verdicts[s["sample_id"]])]
 
-    def survivors(check: str) -> list[dict[str, Any]]:
-        return [
-            s
-            for s in alive
-            if all_checks or verdicts[s["sample_id"]].get(check, _NA).outcome != checks.FAIL
-        ]
 
-    verdicts: dict[str, dict[str, checks.Verdict]] = {s["sample_id"]: {} for s in batch}
+def _survivors(
+    alive: list[dict[str, Any]], verdicts: Verdicts, check: str, all_checks: bool
+) -> list[dict[str, Any]]:
+    """The samples that go on to the next check: those `check` did not fail (every one, with
+    all_checks)."""
+    return [
+        s
+        for s in alive
+        if all_checks or verdicts[s["sample_id"]].get(check, _NA).outcome != checks.FAIL
+    ]
+
+
+def _open_images(
+    batch: list[dict[str, Any]], root: Path | Images, verdicts: Verdicts
+) -> dict[str, Any]:
+    """The first check: each sample's image opened and normalized (sample id -> image), its
+    verdict recorded; a missing, undecodable or outside-the-root image fails it."""
     images: dict[str, Any] = {}
     source = root if not isinstance(root, Path) else ImageFolder(root)
     opened = source.open_many([s["image"] for s in batch])  # a store's: fetched in parallel
@@ -137,30 +159,50 @@ def validate_batch(
             verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.PASS, "", detail)
         except (checks.ImageRejected, OutsideRoot) as exc:
             verdicts[s["sample_id"]]["image"] = checks.Verdict("image", checks.FAIL, str(exc))
-    alive = [s for s in batch if s["sample_id"] in images]
+    return images
 
+
+def _check_objects(
+    alive: list[dict[str, Any]],
+    images: dict[str, Any],
+    models: Models,
+    settings: dict[str, Any],
+    verdicts: Verdicts,
+) -> dict[str, list[list[float]]]:
+    """The objects check: every expected object counted by the detector, one detection call
+    for the batch; returns each sample's kept boxes (the background check masks them)."""
     kept_boxes: dict[str, list[list[float]]] = {}
-    if alive:
-        families = {s["family"]: load_family(s["family"]) for s in alive}
-        pairs, owners = [], []
-        for s in alive:
-            expected = checks.expected_counts(families[s["family"]], s["objects"])
-            for name in expected:
-                pairs.append((images[s["sample_id"]], name))
-                owners.append((s["sample_id"], name))
-        found: dict[str, dict[str, int]] = {s["sample_id"]: {} for s in alive}
-        detections = models.get("detector").detect(pairs)
-        for (sid, name), (boxes, scores) in zip(owners, detections):
-            keep = checks.merge_boxes(boxes, scores, settings["merge_iou"])
-            found[sid][name] = len(keep)
-            kept_boxes.setdefault(sid, []).extend(boxes[i] for i in keep)
-        for s in alive:
-            expected = checks.expected_counts(families[s["family"]], s["objects"])
-            verdicts[s["sample_id"]]["objects"] = checks.count_verdict(
-                expected, found[s["sample_id"]]
-            )
-    alive = survivors("objects")
+    if not alive:
+        return kept_boxes
+    families = {s["family"]: load_family(s["family"]) for s in alive}
+    pairs, owners = [], []
+    for s in alive:
+        expected = checks.expected_counts(families[s["family"]], s["objects"])
+        for name in expected:
+            pairs.append((images[s["sample_id"]], name))
+            owners.append((s["sample_id"], name))
+    found: dict[str, dict[str, int]] = {s["sample_id"]: {} for s in alive}
+    detections = models.get("detector").detect(pairs)
+    for (sid, name), (boxes, scores) in zip(owners, detections):
+        keep = checks.merge_boxes(boxes, scores, settings["merge_iou"])
+        found[sid][name] = len(keep)
+        kept_boxes.setdefault(sid, []).extend(boxes[i] for i in keep)
+    for s in alive:
+        expected = checks.expected_counts(families[s["family"]], s["objects"])
+        verdicts[s["sample_id"]]["objects"] = checks.count_verdict(expected, found[s["sample_id"]])
+    return kept_boxes
 
+
+def _check_background(
+    alive: list[dict[str, Any]],
+    images: dict[str, Any],
+    kept_boxes: dict[str, list[list[float]]],
+    models: Models,
+    settings: dict[str, Any],
+    verdicts: Verdicts,
+) -> None:
+    """The background check, on Minimal images: white outside the objects' mask (the
+    segmenter's, or the boxes themselves with masks=boxes)."""
     for s in alive:
         if s["condition"] != "minimal":
             continue
@@ -172,39 +214,45 @@ def validate_batch(
         verdicts[s["sample_id"]]["background"] = checks.background_verdict(
             image, mask, settings["brightness"], settings["min_white_fraction"]
         )
-    alive = survivors("background")
 
-    if alive:
-        asked, askers = [], []
-        for s in alive:
-            family = load_family(s["family"])
-            for q in checks.questions(family, s["objects"], s["attributes"]):
-                asked.append((s["sample_id"], images[s["sample_id"]], q))
-                askers.append(s["sample_id"])
-        scores = models.get("vqa").option_scores(asked)
-        per_sample: dict[str, tuple[list, list]] = {s["sample_id"]: ([], []) for s in alive}
-        for sid, (_, _, q), values in zip(askers, asked, scores):
-            per_sample[sid][0].append(q)
-            per_sample[sid][1].append(values)
-        for sid, (qs, values) in per_sample.items():
-            verdicts[sid]["attributes"] = checks.answer_verdict(qs, values)
 
-    rows = []
-    for s in batch:
-        failed = None
-        for check in CHECKS:
-            verdict = verdicts[s["sample_id"]].get(check)
-            if verdict is None:
-                if check == "background" and s["condition"] != "minimal":
-                    verdict = checks.Verdict(
-                        check, "n/a", "background is checked on Minimal images"
-                    )
-                else:
-                    verdict = checks.Verdict(check, "skipped", f"failed {failed}")
-            elif verdict.outcome == checks.FAIL and failed is None:
-                # with all_checks, later checks still ran; the first failure decides
-                failed = check
-            rows.append(_row(s, verdict))
+def _check_attributes(
+    alive: list[dict[str, Any]], images: dict[str, Any], models: Models, verdicts: Verdicts
+) -> None:
+    """The attributes check: the VQA judge answers every question of every sample, one call
+    for the batch."""
+    if not alive:
+        return
+    asked, askers = [], []
+    for s in alive:
+        family = load_family(s["family"])
+        for q in checks.questions(family, s["objects"], s["attributes"]):
+            asked.append((s["sample_id"], images[s["sample_id"]], q))
+            askers.append(s["sample_id"])
+    scores = models.get("vqa").option_scores(asked)
+    per_sample: dict[str, tuple[list, list]] = {s["sample_id"]: ([], []) for s in alive}
+    for sid, (_, _, q), values in zip(askers, asked, scores):
+        per_sample[sid][0].append(q)
+        per_sample[sid][1].append(values)
+    for sid, (qs, values) in per_sample.items():
+        verdicts[sid]["attributes"] = checks.answer_verdict(qs, values)
+
+
+def _sample_rows(sample: dict[str, Any], verdicts: dict[str, checks.Verdict]) -> list[dict]:
+    """One row per check for a sample: a check that did not run is n/a (background on a
+    Contextual image) or skipped (after the first failure, which decides)."""
+    rows, failed = [], None
+    for check in CHECKS:
+        verdict = verdicts.get(check)
+        if verdict is None:
+            if check == "background" and sample["condition"] != "minimal":
+                verdict = checks.Verdict(check, "n/a", "background is checked on Minimal images")
+            else:
+                verdict = checks.Verdict(check, "skipped", f"failed {failed}")
+        elif verdict.outcome == checks.FAIL and failed is None:
+            # with all_checks, later checks still ran; the first failure decides
+            failed = check
+        rows.append(_row(sample, verdict))
     return rows
 
 
@@ -244,7 +292,7 @@ def check_config(config: ValidateConfig) -> tuple[GenerationModel, GenerationMod
         judge = get_model(config.vqa)
     except UsageError as exc:
         raise UsageError("vqa", config.vqa, exc.fix) from None
-    if judge.backend != "transformers_vlm":
+    if not judge.kind.prompts:  # the judge asks each question as the request's prompt
         raise UsageError("vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
     check_shard_args(None, config.num_shards)
     return det, seg, judge

@@ -123,13 +123,6 @@ def image_problems(images: list[bytes]) -> list[str | None]:
         return list(pool.map(image_problem, images))
 
 
-def check_image(data: bytes, name: str) -> None:
-    """`data` decodes as an image (`image_problem`), else UsageError naming it."""
-    problem = image_problem(data)
-    if problem is not None:
-        raise UsageError("image", name, f"is not a readable image ({problem})")
-
-
 def image_column(values: list[dict[str, Any]]) -> pa.Array:
     return pa.array(values, IMAGE_TYPE)
 

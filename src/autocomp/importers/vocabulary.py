@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from autocomp.protocol.family import Vocabulary
 
-RULES = ("exact", "case", "renamed", "synonym", "plural")
 SYNONYMS: dict[str, dict[str, str]] = {
     "attributes": {"grey": "gray"},
     "relations": {

@@ -8,7 +8,9 @@ Everything else is derived from PARAMETERS:
   run passes the tiny one's);
 - the inputs of each component call (`inputs(stage, params)`: the stage's configuration fields,
   under their field names);
-- the configuration a component rebuilds inside its image: `XConfig(**values(stage, locals()))`;
+- the configuration a component rebuilds inside its image from its own inputs, named one by
+  one: `rebuild("render", renderer=renderer, seed=seed, ...)` (refused unless the names are
+  exactly the stage's fed fields);
 - the configurations one run makes (`configs`), which autocomp.pipelines.checks checks with
   each stage's own rule before `run`, `submit` or `schedule` start anything.
 
@@ -348,13 +350,14 @@ def inputs(stage: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def values(stage: str, given: Mapping[str, Any]) -> dict[str, Any]:
-    """What a component passes to its configuration, `XConfig(**values(stage, locals()))`: the
-    stage's fed fields among the component's inputs, with stand-ins back to None and lists back
-    to tuples. Every fed field must be an input of the component."""
+    """The configuration fields of `stage` from a component's inputs `given` (field -> value):
+    the stage's fed fields, with stand-ins back to None, lists back to tuples and dict numbers
+    back to whole numbers. Every fed field must be given (a KeyError is a component that misses
+    one: a bug)."""
     hints = typing.get_type_hints(stages()[stage])
     found = {}
     for name, parameter in fed(stage).items():
-        value = given[name]  # a KeyError here is a component that misses a field: a bug
+        value = given[name]
         if parameter.none is not NOT_NULL and value == parameter.none:
             value = None
         elif isinstance(value, list) and (typing.get_origin(hints[name]) or hints[name]) is tuple:
@@ -363,6 +366,19 @@ def values(stage: str, given: Mapping[str, Any]) -> dict[str, Any]:
             value = _whole_numbers(value)
         found[name] = value
     return found
+
+
+def rebuild(stage: str, **fields: Any) -> Any:
+    """The configuration a component makes from its inputs, each named by its field:
+    `rebuild("score", blind=blind, limit=limit, ...)` is the ScoreConfig the run's parameters
+    mean. The names must be exactly the stage's fed fields (`fed(stage)`): a component that
+    misses one or passes another is refused here, and tests/pipelines/test_plumbing.py checks
+    each component's call against its signature."""
+    expected = set(fed(stage))
+    if set(fields) != expected:
+        missing, extra = sorted(expected - set(fields)), sorted(set(fields) - expected)
+        raise TypeError(f"rebuild({stage!r}): missing {missing}, not its fields {extra}")
+    return stages()[stage](**values(stage, fields))
 
 
 def _whole_numbers(value: Any) -> Any:
@@ -391,5 +407,5 @@ def stage_config(stage: str, given: Mapping[str, Any]) -> Any:
 
 def configs(pipeline: str, given: Mapping[str, Any]) -> dict[str, Any]:
     """The stage configurations one run of `pipeline` would make from its parameters, as its
-    components make them (stage -> XConfig(**values))."""
+    components make them (stage -> the configuration `rebuild` makes)."""
     return {stage: stage_config(stage, given) for stage in configured(pipeline)}

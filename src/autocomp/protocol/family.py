@@ -1,7 +1,7 @@
 """Task families as data: YAML files loaded and validated into one typed schema.
 
 A family is one YAML file. The package ships color, shape_color, position and relative_size in
-`autocomp/families/`; more are found in the folders listed in the AUTOCOMP_FAMILY_PATH
+`autocomp/protocol/families/`; more are found in the folders listed in the AUTOCOMP_FAMILY_PATH
 environment variable (separated like PATH), so a new family ("material": wooden/metal/glass) needs
 one YAML file and nothing else. Vocabularies can be written inline or shared by name from a
 `vocabularies/` folder (the family folder's own first, then the package's).

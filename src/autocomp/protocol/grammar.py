@@ -19,7 +19,6 @@ _VOWEL_SOUND_LETTERS = set("AEFHILMNORSX")
 _VOWEL_SOUND_DIGITS = set("8")
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
-ARTICLE = re.compile(r"(?i)^an?$")
 
 
 def _is_acronym(word: str) -> bool:

@@ -48,11 +48,17 @@ def check_images(config: ScoreConfig) -> None:
 
 
 def check_mode(entry: ModelEntry, config: ScoreConfig) -> None:
-    """The model can run in the requested mode (blind: generative models only)."""
-    if config.blind and entry.backend != "transformers_vlm":
+    """The model's backend can run in the requested mode (blind: one that scores captions
+    without an image; with images: one that scores them with one)."""
+    if config.blind and not entry.kind.blind:
         raise UsageError(
             "blind", entry.name, "scores captions without images with generative models only"
         )
+    if not config.blind and not entry.kind.images:
+        raise UsageError(
+            "blind", entry.name, f"its backend {entry.backend} scores captions without images "
+            "only; pass --blind likelihood or --blind choice",
+        )  # fmt: skip
 
 
 def check_out(out: Path) -> None:
@@ -72,10 +78,8 @@ def check_out(out: Path) -> None:
 
 def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
     """The benchmark table fits the mode (image paths need an images folder: check_images
-    checks that it is one); once per benchmark and mode."""
-    key = (config.blind, config.images)
-    if key in source.checked:
-        return
+    checks that it is one); once per call of the stage, at its edge (the catalog checked the
+    parts when it opened them)."""
     benchmark, schema = source.path, source.schema
     hint = "give a benchmark table (autocomp negatives)"
     require_columns(benchmark, schema, REQUIRED, hint, option="benchmark")
@@ -100,4 +104,3 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
             f"has duplicate sample_id {repeated[0]!r} ({len(repeated)} duplicated); each item "
             "must be listed once",
         )
-    source.checked.add(key)

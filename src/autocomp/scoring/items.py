@@ -32,7 +32,6 @@ REQUIRED = (
     "confusion_negatives", "confusion_same_scene", "vary_attribute_negatives",
     "vary_object_negatives",
 )  # fmt: skip
-SETS = ("swap", "confusion", "vary_attribute", "vary_object")
 PROTOCOLS = ("paper", "strict")
 
 

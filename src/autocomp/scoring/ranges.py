@@ -250,7 +250,7 @@ def merge(
             previous = json.loads((Path(scratch) / RUN_FILE).read_text())
             if covers(previous, config.limit, source.rows):
                 return False
-        stored = StoredRun(target, run, record, ranged_key(record, config))
+        stored = StoredRun(target, run, record, ranged=ranged_key(record, config))
         total = len(part_starts(source, config.limit, config.max_candidates)) - 1
         missing = [p for p in range(total) if p not in stored.parts]
         if missing:

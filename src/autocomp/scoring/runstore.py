@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
 from autocomp.store.catalog.runs import RUN_FILE, SUMMARY_FILE, ScoreRun, summarize_parts
-from autocomp.store.storage import Store, manifest_entry
+from autocomp.store.storage import Store, manifest_entry, open_verified
 from autocomp.store.work import PartLog, work_prefix
 
 WEIGHTS = ("weights", "architecture", "model_class", "revision")
@@ -57,11 +57,18 @@ class StoredRun:
     """One model's run whose parts live in a store (see the module doc)."""
 
     def __init__(
-        self, target: Store, run: ScoreRun, record: dict[str, Any], ranged: dict | None = None
+        self,
+        target: Store,
+        run: ScoreRun,
+        record: dict[str, Any],
+        key: str = "",
+        ranged: dict | None = None,
     ) -> None:
-        self.target, self.run, self.record = target, run, record
+        self.target, self.run, self.record, self.key = target, run, record, key
         self.log = part_log(target, record, ranged)
         self.parts = self.log.committed()
+        self.items: dict[int, frozenset[str]] = {}  # part -> its sample ids (its identity)
+        self.adopted = False  # another step published this run while this one scored
 
     def restore_record(self) -> None:
         """The latest committed part's run.json into the run folder (what ScoreRun.check
@@ -75,38 +82,92 @@ class StoredRun:
     def _read(self, index: int, sub: str, columns: list[str] | None = None) -> pa.Table:
         rel = f"{sub}/{_part(index)}"
         entry = manifest_entry(self.parts[index], rel)
-        handle = self.target.open(f"{self.log.name(index)}/{rel}", entry["size"])
+        name = self.log.name(index)
+        fix = (f"delete {name} from the store (its items are then scored again) and re-run the "
+               "step")  # fmt: skip
+        handle = open_verified(self.target, f"{name}/{rel}", entry["size"], entry["sha256"], fix)
         return pq.read_table(handle, columns=columns)
 
     def resume(self) -> tuple[set[str], int]:
         """The sample ids the committed parts hold and the next part's number."""
         done: set[str] = set()
         for index in self.parts:
-            done.update(self._read(index, "predictions", ["sample_id"]).column(0).to_pylist())
+            done.update(self._ids(index))
         if self.parts:  # one line: what an earlier, killed or preempted, attempt left
             model, parts = self.record["model"], len(self.parts)
             note = f"resuming after {parts} committed part(s) ({len(done)} items)"
             print(f"score {model}: {note}; scoring only the rest", file=sys.stderr)
         return done, max(self.parts, default=-1) + 1
 
+    def _ids(self, index: int) -> frozenset[str]:
+        if index not in self.items:
+            ids = self._read(index, "predictions", ["sample_id"]).column(0).to_pylist()
+            self.items[index] = frozenset(ids)
+        return self.items[index]
+
+    def _published(self) -> bool:
+        """Whether another step published this run meanwhile (two steps on one store): this
+        one then takes the published run and commits nothing more (none is left behind)."""
+        if not self.adopted and self.key and self.target.manifest(self.key) is not None:
+            self.adopted = True
+        return self.adopted
+
     def commit(self, index: int) -> None:
         """Part `index` (with run.json) into the store, then out of the run folder."""
         files = {f"{sub}/{_part(index)}": self.run.folder / sub / _part(index)
                  for sub in ("scores", "predictions")}  # fmt: skip
-        self.parts[index] = self.log.commit(
-            index, {**files, RUN_FILE: self.run.folder / RUN_FILE}, stage="score"
-        )
+        if not self._published():
+            ids = pq.read_table(files[f"predictions/{_part(index)}"], columns=["sample_id"])
+            self.parts[index] = self.log.commit(
+                index, {**files, RUN_FILE: self.run.folder / RUN_FILE}, stage="score"
+            )
+            self.items[index] = frozenset(ids.column(0).to_pylist())
         for path in files.values():
             path.unlink()
 
+    def distinct(self) -> list[int]:
+        """The parts to publish: a part holding exactly the items of an earlier one (a copy
+        under a new number) is left out and reported, never counted twice; parts that share
+        only some items are one line naming both and the fix."""
+        kept: list[int] = []
+        for index in self.parts:
+            ids = self._ids(index)
+            for earlier in kept:
+                shared = ids & self.items[earlier]
+                if not shared:
+                    continue
+                first, second = self.log.name(earlier), self.log.name(index)
+                if ids == self.items[earlier]:
+                    note = f"{second} holds the same {len(ids)} items as {first} (a copy)"
+                    print(f"score {self.record['model']}: {note}; it is not published",
+                          file=sys.stderr)  # fmt: skip
+                    break
+                raise UsageError(
+                    "committed parts", f"{first}, {second}",
+                    f"share {len(shared)} items: one was changed or put there by hand; delete "
+                    f"{second} from the store (its items are scored again) and re-run the step",
+                )  # fmt: skip
+            else:
+                kept.append(index)
+        return kept
+
     def summary(self) -> pa.Table:
-        return summarize_parts(self._read(i, "predictions") for i in self.parts)
+        if self._published():
+            fetch_summary(self.target, self.key, self.run)
+            return pq.read_table(self.run.folder / SUMMARY_FILE)
+        return summarize_parts(self._read(i, "predictions") for i in self.distinct())
 
     def publish(self, key: str, made_by: dict[str, Any]) -> None:
         """The run as the output `key`: parts copied inside the store, then run.json and
-        summary.parquet from the run folder, manifest last; the parts' log is then cleared."""
+        summary.parquet from the run folder, manifest last; the parts' log is then cleared.
+        A run another step published meanwhile is kept as it is (its log cleared)."""
+        if self.target.manifest(key) is not None:
+            self.log.clear()
+            fetch_summary(self.target, key, self.run)
+            return
         with self.target.writer(key, made_by) as writer:
-            for index, manifest in self.parts.items():
+            for index in self.distinct():
+                manifest = self.parts[index]
                 for f in manifest["files"]:
                     if f["path"] != RUN_FILE:
                         source = f"{self.log.name(index)}/{f['path']}"
@@ -145,7 +206,9 @@ class Results:
                 run.folder.mkdir(exist_ok=True)
                 target.get_file(self.key(entry.name), RUN_FILE, run.folder / RUN_FILE)
             else:
-                self.stored[entry.name] = StoredRun(target, run, record, self.ranged(record))
+                self.stored[entry.name] = StoredRun(
+                    target, run, record, self.key(entry.name), self.ranged(record)
+                )
                 self.stored[entry.name].restore_record()
 
     def key(self, model: str) -> str:

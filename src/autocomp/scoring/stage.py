@@ -40,12 +40,7 @@ from autocomp.scoring.registry import ModelEntry
 from autocomp.scoring.runstore import Results, StoredRun, open_results
 from autocomp.scoring.specs import parse_specs, resolve_spec
 from autocomp.store.atomic import sweep_stale
-from autocomp.store.catalog.benchmarks import (
-    Benchmark,
-    check_source,
-    open_benchmark,
-    resolve_benchmark,
-)
+from autocomp.store.catalog.benchmarks import Benchmark, as_benchmark, locate, opened
 from autocomp.store.catalog.runs import (
     ScoreRun,
     collect_runs,
@@ -54,6 +49,7 @@ from autocomp.store.catalog.runs import (
 )
 from autocomp.store.outputs import output_folder
 from autocomp.store.paths import check_apart
+from autocomp.store.stores import local_root
 
 # progress(label, total) -> a context yielding advance(items): autocomp.progress.row_progress
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -88,10 +84,9 @@ def score(
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
     local = None if store or isinstance(benchmark, Benchmark) else benchmark
-    check_apart(out, {"benchmark": local, "images": config.images})  # before any probe write
+    check_apart(out, {"benchmark": local, "images": config.images, "store": local_root(store)})
     check_out(out)
-    if not isinstance(benchmark, Benchmark):
-        check_source(str(benchmark), store)
+    found = locate(benchmark, store)  # the one resolution: opened, or a published name
     check_images(config)
     entries = [resolve_spec(spec) for spec in specs]  # every model, before any is loaded
     for entry in entries:
@@ -102,10 +97,7 @@ def score(
         raise UsageError("part_range", config.part_range, fix)
     target = open_results(store, results)
     with output_folder(out):  # a call that fails before its first result leaves nothing
-        if isinstance(benchmark, Benchmark):
-            source = benchmark
-        else:
-            source = resolve_benchmark(str(benchmark), store, out)
+        source = opened(found, out)  # a published name fetched into out/benchmark/<name>
         check_benchmark(source, config)
         runs = [(entry, ScoreRun(out / entry.name, "out"), run_record(entry, source, config))
                 for entry in entries]  # fmt: skip
@@ -138,8 +130,8 @@ def score(
                 name = source.name or PurePosixPath(str(results)).name
                 made_by = {"stage": "score", "model": entry.name, "benchmark": name}
                 published.publish(entry.name, run, made_by)
-        folders = [run.folder for _, run, _ in runs]
-        table = collect_runs(earlier_runs(out, folders, source.digest) + folders, out)
+        earlier = earlier_runs(out, [run.folder for _, run, _ in runs], source.digest)
+        table = collect_runs([*earlier, *(run for _, run, _ in runs)], out)  # runs as held
         report_failed(out, failed)
         return table
 
@@ -162,7 +154,7 @@ def score_stage(
     check_adaptive(config)
     check_device(config.device)
     check_mode(entry, config)
-    source = benchmark if isinstance(benchmark, Benchmark) else open_benchmark(benchmark)
+    source = as_benchmark(benchmark)  # the one resolution
     check_images(config)
     check_benchmark(source, config)
     run, record = ScoreRun(out, "out"), run_record(entry, source, config)

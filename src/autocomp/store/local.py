@@ -27,6 +27,7 @@ from autocomp.store.storage import (
     complete_manifest,
     file_sha256,
     manifest_entry,
+    parse_manifest,
 )
 from autocomp.store.transfer import DEFAULT_WORKERS
 
@@ -114,7 +115,7 @@ class LocalStore:
 
     def manifest(self, name: str) -> dict[str, Any] | None:
         path = self._path(name) / MANIFEST
-        return json.loads(path.read_text()) if path.is_file() else None
+        return parse_manifest(path.read_bytes(), f"{self.uri}/{name}") if path.is_file() else None
 
     def put(self, name: str, folder: str | Path, made_by: dict | None = None) -> dict:
         name = check_key(name)

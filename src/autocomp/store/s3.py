@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 from autocomp.errors import UsageError
 from autocomp.store.atomic import atomic_path
+from autocomp.store.s3uri import parse_s3_uri, refusal, s3_region
 from autocomp.store.storage import (
     ENDPOINT_ENV,
     KEY_ENVS,
@@ -37,6 +38,7 @@ from autocomp.store.storage import (
     complete_manifest,
     file_sha256,
     manifest_entry,
+    parse_manifest,
 )
 from autocomp.store.transfer import DEFAULT_WORKERS, RangeFile
 
@@ -57,12 +59,19 @@ def _count(read: int = 0, written: int = 0) -> None:
 
 
 def _transient(exc: BaseException) -> bool:
-    from minio.error import S3Error
+    from minio.error import InvalidResponseError, S3Error
     from urllib3.exceptions import HTTPError as Urllib3Error
 
     if isinstance(exc, S3Error):
         return exc.code in {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout"}
+    if isinstance(exc, InvalidResponseError):  # a 5xx without an S3 body (a proxy's 502/503)
+        return getattr(exc, "_code", 0) >= 500
     return isinstance(exc, Urllib3Error | ConnectionError | TimeoutError)
+
+
+def _brief(exc: BaseException) -> str:
+    """An exception as a short phrase for an error line (one line, at most 160 characters)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
 
 
 class S3Writer(OutputWriter):
@@ -73,13 +82,12 @@ class S3Writer(OutputWriter):
     def __init__(self, store: S3Store, name: str, made_by: dict | None, workers: int) -> None:
         super().__init__(name, made_by, workers)
         self.store = store
-        self.done = store.manifest(self.name)
-        if self.done is None:
-            store.ensure_bucket()
+        self.done = store.manifest(self.name)  # no bucket check: a missing bucket is the
+        # first write's error (least privilege: the keys may hold only objects under a prefix)
 
     def _send_file(self, rel: str, path: Path, sha256: str) -> None:
         key = self.store._key(self.name, rel)
-        if self.store._retry(f"checking {key}", lambda: self.store._remote_sha(key)) == sha256:
+        if self.store._remote_sha(key) == sha256:
             return
         _count(written=path.stat().st_size)
         self.store._retry(
@@ -88,6 +96,7 @@ class S3Writer(OutputWriter):
                 self.store.bucket, key, str(path), metadata={"sha256": sha256},
                 part_size=self.store.part_size,
             ),
+            "s3:PutObject", key,
         )  # fmt: skip
 
     def _send_bytes(self, rel: str, data: bytes, sha256: str) -> None:
@@ -97,17 +106,17 @@ class S3Writer(OutputWriter):
         from minio.commonconfig import REPLACE, CopySource
 
         target, source = self.store._key(self.name, rel), self.store._key(key)
-        if (
-            self.store._retry(f"checking {target}", lambda: self.store._remote_sha(target))
-            == sha256
-        ):
+        if self.store._remote_sha(target) == sha256:
             return
+        # CopyObject: s3:PutObject on the target and s3:GetObject on the source (both under
+        # the store's prefix); nothing passes through this process
         self.store._retry(
             f"copying {source} to {target}",
             lambda: self.store.client.copy_object(
                 self.store.bucket, target, CopySource(self.store.bucket, source),
                 metadata={"sha256": sha256}, metadata_directive=REPLACE,
             ),
+            "s3:PutObject", target,
         )  # fmt: skip
 
     def _finish(self, manifest: dict[str, Any]) -> None:
@@ -116,7 +125,11 @@ class S3Writer(OutputWriter):
 
 
 class S3Store:
-    """Outputs as objects under s3://bucket/prefix/<name>/, manifest object last."""
+    """Outputs as objects under s3://bucket/prefix/<name>/, manifest object last. Only
+    object-level requests under the prefix (least privilege, docs/cluster.md "The store"):
+    PutObject (multipart for large files), GetObject/HeadObject, CopyObject inside the prefix,
+    DeleteObject one key at a time, ListObjectsV2 with a prefix under the store's; never a
+    bucket-level call (HeadBucket, CreateBucket, GetBucketLocation, DeleteObjects)."""
 
     def __init__(
         self,
@@ -130,9 +143,8 @@ class S3Store:
         from minio import Minio
         from urllib3 import PoolManager, Retry, Timeout
 
-        parsed = urlparse(uri)
-        self.uri = uri.rstrip("/")
-        self.bucket, self.prefix = parsed.netloc, parsed.path.strip("/")
+        self.bucket, self.prefix = parse_s3_uri(uri)
+        self.uri = f"s3://{self.bucket}/{self.prefix}".rstrip("/")
         endpoint = endpoint or os.environ.get(ENDPOINT_ENV)
         missing = [e for e in KEY_ENVS if not os.environ.get(e)]
         if not endpoint or missing:
@@ -144,6 +156,8 @@ class S3Store:
                 "autocomp-s3 Secret) to use an S3 store",
             )
         url = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise UsageError(ENDPOINT_ENV, endpoint, "must be http(s)://host[:port]")
         self.endpoint = endpoint
         self.retries, self.backoff, self.part_size = retries, backoff, part_size
         self.workers = workers
@@ -158,9 +172,9 @@ class S3Store:
             access_key=os.environ[KEY_ENVS[0]],
             secret_key=os.environ[KEY_ENVS[1]],
             secure=url.scheme == "https",
+            region=s3_region(url.hostname),
             http_client=http,
         )
-        self._bucket_ok = False
 
     def _key(self, name: str, path: str = "") -> str:
         return "/".join(p for p in (self.prefix, check_key(name), path) if p)
@@ -168,58 +182,59 @@ class S3Store:
     def _rel(self, key: str) -> str:
         return key[len(self.prefix) + 1 :] if self.prefix else key
 
-    def _retry(self, what: str, fn: Callable[[], Any]) -> Any:
+    def _retry(self, what: str, fn: Callable[[], Any], action: str = "", key: str = "") -> Any:
+        """`fn` (one S3 request, `action` on `key` in IAM's words) with retries of what may
+        pass; the final failure is one line (see _usage_error)."""
         for attempt in range(self.retries + 1):
             try:
                 return fn()
             except Exception as exc:
                 if not _transient(exc):
-                    raise self._usage_error(what, exc) from None
+                    raise self._usage_error(what, exc, action, key) from None
                 if attempt == self.retries:
                     raise StorageError(
-                        f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable, "
-                        f"failed after {self.retries + 1} attempts ({type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())[:160]}); check {ENDPOINT_ENV} and that the "
-                        f"server answers, then {RESUME_NOTE} (the output stays unpublished: no "
-                        "manifest)"
+                        f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable or "
+                        f"failing, failed after {self.retries + 1} attempts ({_brief(exc)}); check "
+                        f"{ENDPOINT_ENV} and that the server answers, then {RESUME_NOTE} (the "
+                        "output stays unpublished: no manifest)"
                     ) from exc
                 time.sleep(self.backoff * 2**attempt)
 
-    def _usage_error(self, what: str, exc: Exception) -> Exception:
+    def _usage_error(self, what: str, exc: Exception, action: str = "", key: str = "") -> Exception:
         """A non-transient S3 error as one line naming store, endpoint, bucket, key and the fix
-        (the credentials themselves are never printed): a full store is a StorageError, a
-        setting to fix a UsageError."""
+        (the credentials themselves are never printed): a full store or an answer that is not
+        S3 is a StorageError, a setting to fix a UsageError. A refused request names the IAM
+        action, the key and the policy statement that would allow it."""
         from minio.error import S3Error
 
-        if not isinstance(exc, S3Error):
-            return exc
         where = f"store {self.uri} (endpoint {self.endpoint}, bucket {self.bucket})"
+        if not isinstance(exc, S3Error):
+            if isinstance(exc, UsageError | StorageError):
+                return exc
+            return StorageError(
+                f"{where}: {what}: the server's answer is not an S3 answer ({_brief(exc)}); "
+                f"check that {ENDPOINT_ENV} names the S3 API port of the store"
+            )
         if exc.code in FULL_CODES:
             return StorageError(
                 f"{where}: {what}: {exc.code}: the store is full: free space in bucket "
                 f"{self.bucket!r} or give the store more room, then {RESUME_NOTE}"
             )
+        if exc.code == "AccessDenied" and action:
+            return UsageError(
+                where, what, f"AccessDenied: {refusal(self.bucket, self.prefix, action, key)}"
+            )
         fixes = {
             "InvalidAccessKeyId": f"the access key is not known there; check {KEY_ENVS[0]}",
             "SignatureDoesNotMatch": f"the secret key is wrong; check {KEY_ENVS[1]}",
-            "AccessDenied": "these credentials may not do this (the store refuses the write "
-            "or read); check the bucket policy and the store URI's prefix",
-            "NoSuchBucket": f"create bucket {self.bucket!r} or fix the store URI",
+            "AccessDenied": "these credentials may not do this; check the bucket policy and "
+            "the store URI's prefix",
+            "NoSuchBucket": f"bucket {self.bucket!r} does not exist: autocomp never creates "
+            "buckets; create it (or fix the store URI) and give these keys access to it",
             "NoSuchKey": "the object is missing: the output is incomplete; publish it again",
         }
         fix = fixes.get(exc.code or "", "see the S3 server's message")
         return UsageError(where, what, f"{exc.code}: {fix}")
-
-    def ensure_bucket(self) -> None:
-        if self._bucket_ok:
-            return
-        if not self._retry(
-            f"checking bucket {self.bucket}", lambda: self.client.bucket_exists(self.bucket)
-        ):
-            self._retry(
-                f"creating bucket {self.bucket}", lambda: self.client.make_bucket(self.bucket)
-            )
-        self._bucket_ok = True
 
     def _get(self, key: str, offset: int = 0, length: int = 0) -> bytes | None:
         """An object's bytes (or a range of them); None when it does not exist."""
@@ -229,7 +244,7 @@ class S3Store:
             try:
                 response = self.client.get_object(self.bucket, key, offset=offset, length=length)
             except S3Error as exc:
-                if exc.code in ("NoSuchKey", "NoSuchBucket"):
+                if exc.code == "NoSuchKey":
                     return None
                 raise
             try:
@@ -240,7 +255,7 @@ class S3Store:
                 response.close()
                 response.release_conn()
 
-        return self._retry(f"reading {key}", read)
+        return self._retry(f"reading {key}", read, "s3:GetObject", key)
 
     def _put(self, key: str, data: bytes, sha256: str | None, kind: str = "") -> None:
         # minio types metadata values as str | list[str] | tuple[str]
@@ -254,23 +269,34 @@ class S3Store:
                 self.bucket, key, bytes_stream(data), len(data),
                 content_type=kind or "application/octet-stream", metadata=metadata,
             ),
+            "s3:PutObject", key,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ outputs
 
     def manifest(self, name: str) -> dict[str, Any] | None:
-        body = self._get(self._key(name, MANIFEST))
-        return None if body is None else json.loads(body)
+        key = self._key(name, MANIFEST)
+        body = self._get(key)
+        return None if body is None else parse_manifest(body, f"{self.uri}/{name}")
 
-    def _remote_sha(self, key: str) -> str | None:
+    def _head(self, key: str) -> Any:
+        """HeadObject (s3:GetObject): the object's stat, None when it does not exist."""
         from minio.error import S3Error
 
-        try:
-            stat = self.client.stat_object(self.bucket, key)
-        except S3Error as exc:
-            if exc.code in ("NoSuchKey", "NoSuchBucket"):
-                return None
-            raise
+        def look() -> Any:
+            try:
+                return self.client.stat_object(self.bucket, key)
+            except S3Error as exc:
+                if exc.code in ("NoSuchKey", "NoSuchObject"):
+                    return None
+                raise
+
+        return self._retry(f"checking {key}", look, "s3:GetObject", key)
+
+    def _remote_sha(self, key: str) -> str | None:
+        stat = self._head(key)
+        if stat is None:
+            return None
         meta = {k.lower(): v for k, v in (stat.metadata or {}).items()}
         return meta.get("x-amz-meta-sha256")
 
@@ -306,7 +332,8 @@ class S3Store:
             self._retry(
                 f"downloading {key}",
                 lambda: self.client.fget_object(self.bucket, key, str(target)),
-            )
+                "s3:GetObject", key,
+            )  # fmt: skip
             _count(read=target.stat().st_size)
 
         _fetch_verified(manifest, Path(folder), fetch, only)
@@ -319,8 +346,9 @@ class S3Store:
         key = self._key(name, _inside(path))
         with atomic_path(target) as tmp:
             self._retry(
-                f"downloading {key}", lambda: self.client.fget_object(self.bucket, key, str(tmp))
-            )
+                f"downloading {key}", lambda: self.client.fget_object(self.bucket, key, str(tmp)),
+                "s3:GetObject", key,
+            )  # fmt: skip
             _count(read=tmp.stat().st_size)
             if file_sha256(tmp) != entry["sha256"]:
                 raise StorageError(f"{path}: content does not match the manifest's SHA-256")
@@ -343,7 +371,6 @@ class S3Store:
     def write_bytes(self, key: str, data: bytes) -> None:
         import hashlib
 
-        self.ensure_bucket()
         self._put(self._key(key), data, hashlib.sha256(data).hexdigest())
 
     def read_bytes(self, key: str, missing_ok: bool = False) -> bytes | None:
@@ -359,20 +386,8 @@ class S3Store:
         return body
 
     def stat(self, key: str) -> ObjectInfo | None:
-        from minio.error import S3Error
-
-        full = self._key(key)
-
-        def look() -> ObjectInfo | None:
-            try:
-                found = self.client.stat_object(self.bucket, full)
-                return ObjectInfo(check_key(key), found.size or 0)
-            except S3Error as exc:
-                if exc.code in ("NoSuchKey", "NoSuchBucket"):
-                    return None
-                raise
-
-        return self._retry(f"checking {full}", look)
+        found = self._head(self._key(key))
+        return None if found is None else ObjectInfo(check_key(key), found.size or 0)
 
     def open(self, key: str, size: int | None = None) -> IO[bytes]:
         full = self._key(key)
@@ -388,6 +403,8 @@ class S3Store:
         return RangeFile(fetch, size, full)  # type: ignore[return-value]
 
     def list(self, prefix: str) -> list[ObjectInfo]:
+        """ListObjectsV2 with a prefix under the store's (never the bucket's root, unless the
+        store is the whole bucket)."""
         base = "/".join(p for p in (self.prefix, prefix.strip("/")) if p)
         base = f"{base}/" if base else ""
 
@@ -395,23 +412,22 @@ class S3Store:
             found = self.client.list_objects(self.bucket, prefix=base, recursive=True)
             return [ObjectInfo(self._rel(o.object_name), o.size or 0) for o in found]
 
-        try:
-            return self._retry(f"listing {base or '/'}", scan)
-        except UsageError as exc:
-            if "NoSuchBucket" in str(exc):
-                return []
-            raise
+        return self._retry(f"listing {base or '/'}", scan, "s3:ListBucket", base)
 
     def delete(self, prefix: str) -> int:
-        from minio.deleteobjects import DeleteObject
-
-        keys = [self._key(o.key) for o in self.list(prefix)]
-        for start in range(0, len(keys), 1000):
-            batch = [DeleteObject(k) for k in keys[start : start + 1000]]
-
-            def remove(batch: list = batch) -> None:
-                for error in self.client.remove_objects(self.bucket, batch):
-                    raise StorageError(f"store {self.uri}: deleting {error.name}: {error.message}")
-
-            self._retry(f"deleting {prefix}", remove)
+        """Every object under `prefix`, one DeleteObject at a time (never DeleteObjects, the
+        bulk request: SeaweedFS 4.00, multi-user KFP 2.15/2.16's store, checks it as a write
+        on the bucket itself, `s3api_server.go:322` and `auth_credentials.go:485-496`), the
+        manifests first: an interrupted delete leaves outputs invisible, never incomplete and
+        visible."""
+        keys = sorted((self._key(o.key) for o in self.list(prefix)),
+                      key=lambda k: (not k.endswith("/" + MANIFEST), k))  # fmt: skip
+        for key in keys:
+            self._remove(key)
         return len(keys)
+
+    def _remove(self, key: str) -> None:
+        self._retry(
+            f"deleting {key}", lambda: self.client.remove_object(self.bucket, key),
+            "s3:DeleteObject", key,
+        )  # fmt: skip

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -48,6 +49,8 @@ from autocomp.store.transfer import DEFAULT_WORKERS
 MANIFEST = "_manifest.json"
 ENDPOINT_ENV = "AUTOCOMP_S3_ENDPOINT"
 KEY_ENVS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+REGION_ENVS = ("AUTOCOMP_S3_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
+DEFAULT_REGION = "us-east-1"  # what S3-compatible servers (SeaweedFS, MinIO) accept
 RESUME_NOTE = "re-run the step: committed parts are kept and nothing partial is visible"
 
 
@@ -123,7 +126,11 @@ _check_name = check_key  # the name it had
 def _verify(folder: Path, manifest: dict[str, Any]) -> None:
     for f in manifest["files"]:
         if file_sha256(folder / f["path"]) != f["sha256"]:
-            raise StorageError(f"{f['path']}: content does not match the manifest's SHA-256")
+            raise StorageError(
+                f"{manifest.get('name', '')}: {f['path']}: content does not match the "
+                "manifest's SHA-256 (changed after it was written, or damaged in transit): "
+                "fetch it again; if it fails again, publish the output again"
+            )
 
 
 def _fetch_verified(
@@ -157,6 +164,69 @@ def _inside(path: str) -> str:
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise StorageError(f"manifest names an unsafe path {path!r}")
     return path
+
+
+def parse_manifest(body: bytes | str, where: str) -> dict[str, Any]:
+    """A manifest's text as its document, checked: an object whose `files` is a list of
+    {path, size, sha256} records with safe paths. Anything else (garbage, a truncated write by
+    a foreign tool, a file list that is not a list) is one StorageError naming `where`."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StorageError(
+            f"{where}: the manifest is not JSON ({type(exc).__name__}); it was not written by "
+            "autocomp or was damaged: remove the output and publish it again"
+        ) from None
+    files = document.get("files") if isinstance(document, dict) else None
+    good = isinstance(files, list) and all(
+        isinstance(f, dict) and isinstance(f.get("path"), str)
+        and isinstance(f.get("size"), int) and not isinstance(f.get("size"), bool)
+        and isinstance(f.get("sha256"), str) and len(f["sha256"]) == 64
+        for f in files
+    )  # fmt: skip
+    if not good:
+        raise StorageError(
+            f"{where}: the manifest's file list is not a list of {{path, size, sha256}} records; "
+            "it was not written by autocomp or was damaged: remove the output and publish it "
+            "again"
+        )
+    for f in files:  # type: ignore[union-attr]
+        _inside(f["path"])
+    return document
+
+
+_VERIFIED: set[tuple[str, str, str]] = set()  # (store, key, sha256) read whole and matched
+VERIFY_BLOCK = 8 * 1024 * 1024
+
+
+def open_verified(store: Any, key: str, size: int, sha256: str, fix: str) -> IO[bytes]:
+    """An object of a complete output, opened for reading by range (what pyarrow streams a
+    Parquet part from) once its bytes are known to be the manifest's: the first open in this
+    process reads it whole, in order (one sequential pass), and compares its SHA-256 with the
+    manifest's (every open compares its size); a part changed in place (same size or not) or cut
+    short is one StorageError naming the key and `fix`, before anything is read from it. The
+    store route (`score --store`, which downloads and verifies first) refuses the same part."""
+    where = f"store {store.uri}: {key}"
+    found = store.stat(key)  # every open: a part cut short since is caught before it is read
+    if found is None:
+        raise StorageError(f"{where}: the object its manifest names is missing; {fix}")
+    if found.size != size:
+        raise StorageError(f"{where}: {found.size} bytes where its manifest says {size} (cut "
+                           f"short or replaced after it was written); {fix}")  # fmt: skip
+    mark = (store.uri, key, sha256)
+    if mark not in _VERIFIED:
+        digest = hashlib.sha256()
+        handle = store.open(key, size)
+        try:
+            for block in iter(lambda: handle.read(VERIFY_BLOCK), b""):
+                digest.update(block)
+        finally:
+            handle.close()
+        if digest.hexdigest() != sha256:
+            raise StorageError(f"{where}: content does not match its manifest's SHA-256 "
+                               f"(changed after it was written); {fix}")  # fmt: skip
+        _VERIFIED.add(mark)
+    return store.open(key, size)
 
 
 def complete_manifest(store: Any, name: str) -> dict[str, Any]:

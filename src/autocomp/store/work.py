@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.store.atomic import write_json
-from autocomp.store.storage import MANIFEST, Store
+from autocomp.store.storage import Store
 from autocomp.store.stores import open_store
 
 WORK = "work"
@@ -115,10 +115,6 @@ class PartLog:
     def clear(self) -> int:
         """Remove every part (once what they built is published)."""
         return self.store.delete(self.prefix)
-
-
-def is_manifest(key: str) -> bool:
-    return key.rsplit("/", 1)[-1] == MANIFEST
 
 
 class TableJournal:

@@ -28,7 +28,6 @@ from autocomp.errors import UsageError
 
 Version = tuple[int, int, int]
 KFP = "kubeflow/pipelines"
-ARGO = "argoproj/argo-workflows"
 MANIFESTS = "kubeflow/manifests"
 
 # The backend release tags read (kubeflow/pipelines); NEWEST_READ: the newest of them.
@@ -101,9 +100,6 @@ FIELDS: dict[str, Version] = {
     "imagePullSecret.secretNameParameter": (2, 5, 0),
     "activeDeadlineSeconds": (2, 2, 0),
 }
-FIELDS_SOURCE = (
-    f"{KFP} {_PROTO} at 8b2a099e8c9f (2.2.0), d911c8b73b49 (2.3.0-2.4.x), each tag from 2.5.0"
-)
 
 
 def accepted(path: str, version: Version) -> bool:
@@ -376,12 +372,24 @@ MATRIX = {(2, 2, 0): "2.2.0", (2, 3, 0): "2.3.0", (2, 4, 0): "2.4.0", (2, 4, 1):
           (2, 17, 0): "2.17.0"}  # fmt: skip
 
 
+SEAWEEDFS_434 = (2, 17, 0)  # seaweedfs-deployment.yaml: 4.00 at 2.15.0-2.16.1, 4.34 at 2.17.0
+
+
 def _store(version: Version) -> str:
+    """KFP's own store (20Gi: minio-pvc.yaml, seaweedfs-pvc.yaml) and a profile's keys
+    (pipelines-profile-controller/sync.py; docs/cluster.md, The store)."""
     if version < FEATURE["seaweedfs"].first:
-        return "store: MinIO, minio-service.kubeflow:9000"
+        return "store: MinIO, minio-service.kubeflow:9000, 20Gi"
     if version < FEATURE["no_minio_service"].first:
-        return "store: SeaweedFS (seaweedfs.kubeflow:8333; minio-service too), keys per profile"
-    return "store: SeaweedFS (seaweedfs.kubeflow:8333), keys per profile"
+        return ("store: SeaweedFS 4.00 (seaweedfs.kubeflow:8333; minio-service too), 20Gi, "
+                "keys per profile: Put/Get/List under its prefixes")  # fmt: skip
+    if version < SEAWEEDFS_434:
+        return ("store: SeaweedFS 4.00 (seaweedfs.kubeflow:8333), 20Gi, keys per profile: "
+                "Put/Get/List under its prefixes")  # fmt: skip
+    return (
+        "store: SeaweedFS 4.34 (seaweedfs.kubeflow:8333), 20Gi, keys per profile: "
+        "Put/Get/List and DeleteObject under its prefixes, a bucket policy for listing"
+    )
 
 
 def matrix_markdown() -> str:
@@ -518,6 +526,11 @@ def check_server(spec: dict[str, Any], version: Version) -> tuple[list[str], lis
     if version > NEWEST_READ:
         degraded.append(f"newer than the newest release read ({shown(NEWEST_READ)}): not verified")
     return refusals, degraded
+
+
+def compiled_range(recorded: tuple[Version, Version | None]) -> str:
+    """A package's recorded range (stamped_range) as a user reads it."""
+    return _range(*recorded)
 
 
 def _range(first: Version, until: Version | None) -> str:

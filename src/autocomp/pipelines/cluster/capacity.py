@@ -35,7 +35,6 @@ DESIGN_PROFILE = "paper"
 PAPER = "paper Table 22 (A100)"
 SURVIVAL = 0.47  # paper Table 22: ~47 % of images pass the object/background checks
 CAPTION_BYTES = 114e6 / 14_961_307  # measured, zstd Parquet (docs/performance.md)
-CAPTION_CHARS = 60  # upper bound of one candidate caption in memory, uncompressed
 TOKENS_PER_CAPTION = 20  # measured: Color N=3 candidates cut to 16-24 tokens (performance.md)
 ROW_BYTES = 1_000  # a table row on disk (concepts, captions, render, verdicts), upper bound
 ROW_MEMORY = 2_000  # a table row as a Python dict, upper bound
@@ -46,6 +45,7 @@ A100_FLOPS = 312e12 * 0.30  # bf16 peak at an assumed 30 % utilisation
 TIMEOUT_SAFETY, TIMEOUT_FLOOR = 2.0, HOUR  # timeout: 2 x the expected wall + 1 h, at least 1 h
 FINETUNE_STEP_S = 2.0  # assumed: one optimizer step of a ViT-B/16 at batch 2048-4096 + K=3
 MAX_WALL = 24 * HOUR  # the wall-time target of one score pod: a model is cut into ranges to meet it
+IMAGES_PER_CONCEPT = 2  # our concept is rendered twice (Minimal and Contextual)
 
 
 @dataclass(frozen=True)
@@ -119,9 +119,6 @@ def _weights(gpu_memory_gb: float) -> float:
     return gpu_memory_gb * GB
 
 
-IMAGES_PER_CONCEPT = 2  # our concept is rendered twice (Minimal and Contextual)
-
-
 def _concepts(profile: Any, count: int, per_cell: bool) -> tuple[dict[str, int], dict[str, int]]:
     """Concepts per family:N: `count` each (`per_cell`), or `count` of the paper's initial
     concepts in all (Table 22: one prompt and one image each, so count / IMAGES_PER_CONCEPT of
@@ -177,14 +174,21 @@ def plan(
     models: Any = ("all",),
     per_cell: bool = True,
     max_wall: float = MAX_WALL,
+    specs: str | None = None,
 ) -> Plan:
     """The plan of a run of `profile_name` at `count` concepts per family:N (default: the
     profile's; not `per_cell`: `count` of the paper's initial concepts in all) scoring `models`
     (names, or ["all"]), each model cut into the part ranges that bring a score pod under
-    `max_wall` seconds."""
+    `max_wall` seconds; `specs`: the run's family:N pairs, when not the profile's."""
+    import dataclasses
+
     from autocomp.config import get_profile
 
     profile = get_profile(profile_name)
+    if specs:
+        profile = dataclasses.replace(
+            profile, sample=dataclasses.replace(profile.sample, specs=specs)
+        )
     per_cell = per_cell or count is None
     count = count or profile.sample.count
     concepts, capped = _concepts(profile, count, per_cell)
@@ -296,8 +300,7 @@ PREDICTION_BYTES = 8 * 150  # one item's predictions (sets x protocols x score t
 
 
 def ranges_for(wall_s: float, max_wall: float = MAX_WALL) -> int:
-    """Part ranges (score pods) for a model one pod scores in `wall_s`: the fewest that bring
-    each pod under `max_wall`."""
+    """The fewest part ranges (score pods) that bring each pod of a `wall_s` model under it."""
     return max(1, math.ceil(wall_s / max_wall))
 
 

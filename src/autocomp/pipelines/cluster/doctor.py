@@ -126,28 +126,24 @@ def check_kfp(report: Report, endpoint: Endpoint, packages: Packages) -> Any:
 # ----------------------------------------------------------------------------- the store
 
 
-def check_store(report: Report, store: str | None, where: str = "from this machine") -> bool:
-    """Write a probe folder (doctor/probe) into the store and read its manifest back."""
-    import tempfile
+PROBE_PASSED = "put, get, list and delete of one object under its prefix allowed"
 
+
+def check_store(report: Report, store: str | None, where: str = "from this machine") -> bool:
+    """Put, get, list and delete one object under the store's prefix (store/probe.py): every
+    request a step makes; a refused one is named with the policy statement that allows it."""
     if not store:
         report.line("SKIP", "store", f"no --store given (the pipelines default to {DEFAULT_STORE})")
         return True
-    from autocomp.store.stores import open_store
+    from autocomp.store.probe import probe_store
 
-    try:
-        quick = {"retries": 1} if str(store).startswith("s3://") else {}  # say it, don't wait
-        target = open_store(store, **quick)
-        with tempfile.TemporaryDirectory() as folder:
-            Path(folder, "probe.txt").write_text("autocomp doctor\n")
-            target.put("doctor/probe", folder, {"stage": "doctor"})
-        if target.manifest("doctor/probe") is None:
-            raise OSError("the probe written is not readable back")
-    except Exception as exc:  # noqa: BLE001  (any failure is the check's answer)
-        report.line("FAIL", "store", f"{store} is not writable {where} ({type(exc).__name__}: "
-                    f"{str(exc)[:160]}); check the endpoint, bucket and credentials")  # fmt: skip
+    quick = {"retries": 1} if str(store).startswith("s3://") else {}  # say it, don't wait
+    result = probe_store(store, **quick)
+    if not result.ok:
+        done = f" (passed: {', '.join(result.passed)})" if result.passed else ""
+        report.line("FAIL", "store", f"{store} {where}: {result.failure}{done}")
         return False
-    report.line("PASS", "store", f"{store} is reachable and writable {where}")
+    report.line("PASS", "store", f"{store} is reachable {where}: {PROBE_PASSED}")
     return True
 
 
@@ -197,7 +193,7 @@ def check_store_in_cluster(report: Report, kube: Any, namespace: str, store: str
                     "doctor needs to create pods there")  # fmt: skip
         return
     if done["phase"] == "Succeeded":
-        report.line("PASS", "store", f"{store} is reachable and writable {where}")
+        report.line("PASS", "store", f"{store} is reachable {where}: {PROBE_PASSED}")
         return
     last = [line for line in (done["log"] or "").splitlines() if line.strip()]
     why = done["waiting"] or (last[-1] if last else f"phase {done['phase']}")
@@ -494,7 +490,26 @@ def load_packages(report: Report, dist: str | Path) -> Packages:
     return found
 
 
-def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str]) -> bool:
+def check_room(report: Report, packages: Packages, store: str | None,
+               declared: str | None) -> None:  # fmt: skip
+    """Whether a run of generate_benchmark with the package's defaults (and the store) fits
+    the store (storecap.py): one line."""
+    from autocomp.pipelines.cluster.storecap import check_package_room
+
+    pipeline = "generate_benchmark"
+    if pipeline not in packages:
+        return
+    params = {"store": store} if store else {}
+    try:
+        said = check_package_room(pipeline, params, packages[pipeline][1][0], declared)
+    except UsageError as exc:
+        report.line("FAIL", "capacity", str(exc))
+        return
+    report.line("PASS" if "room" in said else "SKIP", "capacity", said)
+
+
+def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str],
+           store_capacity: str | None = None) -> bool:  # fmt: skip
     """Run every check, print one line each; True when nothing failed. The models are checked
     first (an unknown name is a usage error, not a passed check)."""
     from autocomp.pipelines.cluster.plan import ALL
@@ -507,6 +522,7 @@ def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list
     packages = load_packages(report, dist)
     check_kfp(report, endpoint, packages)
     check_cluster(report, endpoint.namespace or "kubeflow", packages, models, store)
+    check_room(report, packages, store, store_capacity)
     print(
         "doctor: " + (f"{report.failed} check(s) failed" if report.failed else "all checks passed")
     )

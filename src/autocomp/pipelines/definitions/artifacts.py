@@ -23,20 +23,11 @@ No kfp here: the components import this module inside the image.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from autocomp.pipelines import plumbing
 from autocomp.store.storage import Store, file_sha256
 from autocomp.store.work import Location, TableJournal, digest, work_prefix
-
-
-def config_from(stage: str, given: Mapping[str, Any]) -> Any:
-    """A stage's configuration from pipeline parameters given under their parameter names
-    (`render_settings`, `num_shards`, ...: what a step that plans for several stages takes)."""
-    fields = {field: given[p.name] for field, p in plumbing.fed(stage).items()}
-    return plumbing.stages()[stage](**plumbing.values(stage, fields))
 
 
 def plan_work(

@@ -9,6 +9,11 @@ A folder is either the layout `store/publish.py` writes (data/*.parquet, images 
 {bytes, path}) or a plain folder of *.parquet parts; the parts are read in name order as one
 table and must share one schema. `Benchmark` is what the stages read: the parts, their schema,
 row count and one content digest (a resumed run must score the same rows).
+
+Resolved once, at the edge: `locate` turns what a stage was given (a table, a folder, an opened
+Benchmark, or a published name with its store) into one checked value, an opened `Benchmark`
+or a `Published` name (its store's manifest read once) that `fetch` opens without checking it
+again; the stages pass that value down and nothing below opens or checks the location again.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.errors import UsageError
-from autocomp.store.storage import Store, file_sha256
+from autocomp.store.storage import Store, file_sha256, open_verified
 from autocomp.store.stores import open_store
 from autocomp.store.tables import METADATA_KEY, open_parquet, read_metadata, read_rows
 from autocomp.store.transfer import read_ahead
@@ -50,8 +56,11 @@ class RemotePart:
         return f"{self.store.uri}/{self.key}"
 
     def open(self) -> pq.ParquetFile:
+        fix = ("the published benchmark was changed after it was published: publish it again "
+               "(under a new name) or restore the part")  # fmt: skip
+        handle = open_verified(self.store, self.key, self.size, self.sha256, fix)
         try:
-            return pq.ParquetFile(self.store.open(self.key, self.size))
+            return pq.ParquetFile(handle)
         except (OSError, pa.ArrowException) as exc:
             problem = f"is not a readable Parquet file ({exc})"
             raise UsageError("benchmark", str(self), problem) from None
@@ -64,9 +73,10 @@ def _parquet(part: Part) -> pq.ParquetFile:
     return part.open() if isinstance(part, RemotePart) else open_parquet(part, "benchmark")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Benchmark:
-    """A benchmark's Parquet parts, read in order as one table."""
+    """A benchmark's Parquet parts, read in order as one table: opened and checked (the parts
+    exist, are Parquet and share one schema), never changed after."""
 
     path: Path | str  # what was given: a table or a folder (a store's URI: a published one)
     files: tuple[Part, ...]
@@ -74,19 +84,25 @@ class Benchmark:
     rows: int
     store: str | None = None  # the store and name it was fetched from, if any
     name: str | None = None
-    checked: set[tuple[Any, ...]] = field(default_factory=set)  # checks already passed
-    _digest: str | None = None
+    given: str = ""  # the location as the caller wrote it (provenance names it so)
 
     @property
+    def shown(self) -> str:
+        """How a provenance document names the benchmark: as it was given."""
+        return self.given or str(self.path)
+
+    @property
+    def published(self) -> bool:
+        """Whether it is a benchmark published in a store (fetched or streamed from it)."""
+        return self.name is not None
+
+    @cached_property
     def digest(self) -> str:
         """SHA-256 of the table (one file), or of the parts' names and digests (a folder)."""
-        if self._digest is None:
-            if len(self.files) == 1 and self.files[0] == self.path:
-                self._digest = file_sha256(Path(self.path))
-            else:
-                lines = (f"{f.name}:{_sha(f)}\n" for f in self.files)
-                self._digest = hashlib.sha256("".join(lines).encode()).hexdigest()
-        return self._digest
+        if len(self.files) == 1 and self.files[0] == self.path:
+            return file_sha256(Path(self.path))
+        lines = (f"{f.name}:{_sha(f)}\n" for f in self.files)
+        return hashlib.sha256("".join(lines).encode()).hexdigest()
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -178,12 +194,12 @@ def _same_schema(folder: Path, files: list[Path]) -> pa.Schema:
 
 def open_benchmark(path: str | Path) -> Benchmark:
     """A benchmark from a Parquet table or a folder of parts (see the module doc)."""
-    path = Path(path)
+    given, path = str(path), Path(path)
     if path.is_dir():
         files = _parts(path)
         schema = _same_schema(path, files)
         rows = sum(open_parquet(f, "benchmark").metadata.num_rows for f in files)
-        return Benchmark(path, tuple(files), schema, rows)
+        return Benchmark(path, tuple(files), schema, rows, given=given)
     if not path.exists() and path.suffix != ".parquet" and "/" not in str(path):
         raise UsageError(
             "benchmark",
@@ -192,7 +208,7 @@ def open_benchmark(path: str | Path) -> Benchmark:
             "with --store URI",
         )
     source = open_parquet(path, "benchmark")
-    return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows)
+    return Benchmark(path, (path,), source.schema_arrow, source.metadata.num_rows, given=given)
 
 
 def as_benchmark(source: str | Path | Benchmark) -> Benchmark:
@@ -200,39 +216,58 @@ def as_benchmark(source: str | Path | Benchmark) -> Benchmark:
     return source if isinstance(source, Benchmark) else open_benchmark(source)
 
 
-def check_source(benchmark: str, store: str | None) -> None:
-    """What can be checked before anything is fetched: the table or folder exists, or the store
-    holds the published name (an unknown name lists the published ones)."""
+@dataclass(frozen=True)
+class Published:
+    """A benchmark name found published in a store (its manifest, read once), not fetched yet."""
+
+    store: str
+    name: str
+    manifest: dict[str, Any]
+
+    def fetch(self, out: str | Path) -> Benchmark:
+        """The benchmark fetched into <out>/benchmark/<name>/ once (a later run reuses a
+        complete fetch), opened; the name is not checked again."""
+        from autocomp.store.catalog.published import fetch_published
+
+        folder = Path(out) / STORE_CACHE / self.name
+        found = open_benchmark(fetch_published(self.store, self.name, folder, self.manifest))
+        return replace(found, store=self.store, name=self.name)
+
+
+def locate(benchmark: str | Path | Benchmark, store: str | None = None) -> Benchmark | Published:
+    """The one resolution of a stage's benchmark argument, before anything is written: an
+    opened Benchmark as it is; a table or folder opened (it exists, its parts share a schema);
+    with `store`, a name the store has published (an unknown name lists the published ones)."""
+    if isinstance(benchmark, Benchmark):
+        return benchmark
     if store:
         from autocomp.store.catalog.published import check_published
 
-        check_published(store, benchmark)
-    else:
-        open_benchmark(benchmark)
+        return Published(store, str(benchmark), check_published(store, str(benchmark)))
+    return open_benchmark(benchmark)
 
 
-def resolve_benchmark(benchmark: str, store: str | None, out: str | Path) -> Benchmark:
-    """The benchmark to score; a published name (with `store`) is fetched into
-    <out>/benchmark/<name>/ once (a later run reuses a complete fetch)."""
-    if not store:
-        return open_benchmark(benchmark)
-    from autocomp.store.catalog.published import check_published, fetch_published
-
-    check_published(store, benchmark)
-    folder = fetch_published(store, benchmark, Path(out) / STORE_CACHE / benchmark)
-    found = open_benchmark(folder)
-    found.store, found.name = store, benchmark
-    return found
+def opened(found: Benchmark | Published, out: str | Path) -> Benchmark:
+    """What `locate` found, opened: a published name fetched into `out` (Published.fetch)."""
+    return found.fetch(out) if isinstance(found, Published) else found
 
 
-def open_stored(store_uri: str, name: str, shown: str | None = None) -> Benchmark:
+def resolve_benchmark(benchmark: str | Path, store: str | None, out: str | Path) -> Benchmark:
+    """The benchmark a table, folder or published name (with `store`, fetched into
+    <out>/benchmark/<name>/) names: `locate` then `opened`."""
+    return opened(locate(benchmark, store), out)
+
+
+def open_stored(
+    store_uri: str, name: str, shown: str | None = None, manifest: dict[str, Any] | None = None
+) -> Benchmark:
     """A benchmark folder that is an output of a store (`benchmarks/<name>` of publish, or a
     step's work output), read from the store as it goes: its parts (data/*.parquet, else
     *.parquet) come from the output's manifest, their digests too (nothing is downloaded to
     know what is there). The parts share one schema (one writer made them: the first part's
-    is read)."""
+    is read). `manifest`: the output's, when the caller has read it already."""
     store = open_store(store_uri)
-    manifest = store.manifest(name)
+    manifest = manifest if manifest is not None else store.manifest(name)
     if manifest is None:
         raise UsageError("benchmark", f"{store.uri}/{name}", "holds no complete output there")
     files = [f for f in manifest["files"] if f["path"].endswith(".parquet")]
@@ -253,10 +288,8 @@ def open_published(store_uri: str, name: str) -> Benchmark:
     unknown name lists the published ones."""
     from autocomp.store.catalog.published import check_published
 
-    check_published(store_uri, name)
-    found = open_stored(store_uri, f"benchmarks/{name}")
-    found.name = name
-    return found
+    manifest = check_published(store_uri, name)
+    return replace(open_stored(store_uri, f"benchmarks/{name}", manifest=manifest), name=name)
 
 
 def fetch_view(

@@ -36,12 +36,15 @@ def check_published(store_uri: str, name: str, option: str = "benchmark") -> dic
     return manifest
 
 
-def fetch_published(store_uri: str, name: str, folder: str | Path) -> Path:
+def fetch_published(
+    store_uri: str, name: str, folder: str | Path, manifest: dict[str, Any] | None = None
+) -> Path:
     """Fetch benchmarks/<name> into `folder` (the published layout: data/*.parquet, README.md,
     ...), resumably: the store's manifest is written into the folder last, and a folder whose
-    manifest matches the store's (and whose files are all there) is not fetched again."""
+    manifest matches the store's (and whose files are all there) is not fetched again.
+    `manifest`: check_published's, when the caller has checked the name already."""
     folder = Path(folder)
-    manifest = check_published(store_uri, name)
+    manifest = manifest if manifest is not None else check_published(store_uri, name)
     marker = folder / "_manifest.json"
     if marker.is_file():
         try:

@@ -67,10 +67,6 @@ class ScoreRun:
 
     # ------------------------------------------------------------------ before any work
 
-    def part_names(self) -> list[str]:
-        """Every part the folder holds, scores and predictions (what a run added, compared)."""
-        return sorted(str(p.relative_to(self.folder)) for p in self.folder.glob("*/part-*"))
-
     def check(self, record: dict[str, Any], rows: int) -> None:
         """A resumed run must be of the same model, weights, benchmark and mode, and may only
         extend its --limit (`rows`: the benchmark's); checked before any work. Sets `upgrade`
@@ -339,12 +335,14 @@ def read_predictions(folder: str | Path) -> pa.Table:
     return ScoreRun(folder).read_predictions()
 
 
-def collect_runs(folders: Sequence[str | Path], out: str | Path) -> pa.Table:
-    """One summary table over several score runs (each folder: one model's run), written to
-    <out>/summary.parquet; folders without a summary (or with an empty one) are left out."""
+def collect_runs(folders: Sequence[str | Path | ScoreRun], out: str | Path) -> pa.Table:
+    """One summary table over several score runs (each: one model's run, a folder or the
+    ScoreRun a stage already holds), written to <out>/summary.parquet; runs without a summary
+    (or with an empty one) are left out."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    found = (ScoreRun(f).read_summary() for f in folders)
+    found = (f.read_summary() if isinstance(f, ScoreRun) else ScoreRun(f).read_summary()
+             for f in folders)  # fmt: skip
     tables = [t for t in found if t is not None and t.num_rows]
     table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     write_table(table, out / SUMMARY_FILE, provenance("summary", runs=len(folders)))

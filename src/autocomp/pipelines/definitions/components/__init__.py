@@ -6,8 +6,10 @@ function (no logic here).
   at import.
 - A component takes its stage's configuration fields under their field names (the plumbing
   table, autocomp.pipelines.plumbing, says which parameter feeds each) and rebuilds the
-  configuration as `XConfig(**values(stage, locals()))`. KFP serializes a component from its
-  source text, so its signature is written out.
+  configuration from them by name, `rebuild("render", renderer=renderer, seed=seed, ...)`
+  (Google Cloud Pipeline Components' style: a reader sees which input goes where). It takes
+  nothing it does not read (tests/pipelines/test_plumbing.py checks both). KFP serializes a
+  component from its source text, so its signature is written out.
 - Its docstring documents every input (Args) and output (Returns): KFP 2 compiles those into
   the `description` of each input and output definition, which the UI shows; the summary line
   stays in the component's source only (a compiled component has no description field).

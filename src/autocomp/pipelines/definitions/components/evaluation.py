@@ -82,22 +82,29 @@ def score(
         scores: <model>/ (run.json, scores, predictions, summary) and summary.parquet
     """
     import dataclasses
+    import os
+    import tempfile
 
-    from autocomp.config import ScoreConfig
-    from autocomp.pipelines.definitions.artifacts import use_registry
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.process import ending
     from autocomp.scoring import score as score_models
     from autocomp.scoring.ranges import split_item
+    from autocomp.scoring.registry import get_model
     from autocomp.store.catalog.benchmarks import open_published
 
-    config = ScoreConfig(**values("score", locals()))
+    config = rebuild(
+        "score", blind=blind, choice_negatives=choice_negatives, choice_seed=choice_seed,
+        limit=limit, batch_size=batch_size, max_candidates=max_candidates,
+    )  # fmt: skip
     model, part_range = split_item(model)  # one pod of a model scored in ranges
     config = dataclasses.replace(config, part_range=part_range)
-    use_registry(registry)  # the compiling machine's entry, not the image's
+    path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(registry)  # the compiling machine's entry, not the image's
+    entry = get_model(model, path)  # scored as this entry, whatever the image's registry says
     source = open_published(store, name)  # streamed from the store: nothing fetched first
     results = f"results/{name}"  # each run published as results/<name>/<model>
-    score_models([model], source, scores.path, config, store=store, results=results)
+    score_models([entry], source, scores.path, config, store=store, results=results)
     ending()  # the process ends next: skip its last full garbage collection
 
 
@@ -133,11 +140,18 @@ def collect_scores(
     Returns:
         results: summary.parquet over every model
     """
-    from autocomp.config import ScoreConfig
     from autocomp.pipelines.definitions.artifacts import collect_results, merge_ranges, use_registry
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
 
-    config = ScoreConfig(**values("score", locals()))  # what the score steps were given
+    config = rebuild(
+        "score",
+        blind=blind,
+        choice_negatives=choice_negatives,
+        choice_seed=choice_seed,
+        limit=limit,
+        batch_size=batch_size,
+        max_candidates=max_candidates,
+    )  # fmt: skip  (what the score steps were given)
     use_registry(registry)
     merge_ranges(store, name, models, config)
     collect_results(store, name, models, results.path)

@@ -37,7 +37,12 @@ def split(
     splits: Output[Dataset],
 ) -> None:
     """Split the benchmark's concepts (train / validation / held-out) and write the evaluation
-    benchmark (every row not trained or validated on) into the store.
+    benchmark (every row not trained or validated on) into the store. The split reads five
+    settings (family to validation_fraction); it takes every one because it names the run's
+    work, `work/finetune/<digest of benchmark, every setting, split seed>`, under which the
+    train state, curves and score runs live (finetune_data.split_to_store), and records them
+    in split.parquet: runs with other settings never share results, and KFP caches the step
+    per settings.
 
     Args:
         store: the store
@@ -66,11 +71,16 @@ def split(
         splits: split.parquet, evaluation-rows.parquet and location.json (the evaluation
             benchmark in the store)
     """
-    from autocomp.config import FinetuneConfig
     from autocomp.pipelines.definitions.finetune_data import split_to_store
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
 
-    config = FinetuneConfig(**values("finetune", locals()))
+    config = rebuild(
+        "finetune", family=family, n=n, condition=condition, heldout_fraction=heldout_fraction,
+        validation_fraction=validation_fraction, k=k, peak_lr=peak_lr, betas=betas,
+        weight_decay=weight_decay, warmup_steps=warmup_steps, steps=steps,
+        batch_cosine=batch_cosine, batch_sigmoid=batch_sigmoid, micro_batch=micro_batch,
+        eval_every=eval_every, patience=patience, seeds=seeds, mixed_precision=mixed_precision,
+    )  # fmt: skip
     split_to_store(store, name, config, split_seed, splits.path)
 
 
@@ -145,12 +155,17 @@ def train(
     Returns:
         checkpoint: the fine-tuned checkpoint (open_clip local-dir) and its registry entry
     """
-    from autocomp.config import FinetuneConfig
     from autocomp.pipelines.definitions.finetune_data import train_resumable
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.process import ending
 
-    config = FinetuneConfig(**values("finetune", locals()))
+    config = rebuild(
+        "finetune", family=family, n=n, condition=condition, heldout_fraction=heldout_fraction,
+        validation_fraction=validation_fraction, k=k, peak_lr=peak_lr, betas=betas,
+        weight_decay=weight_decay, warmup_steps=warmup_steps, steps=steps,
+        batch_cosine=batch_cosine, batch_sigmoid=batch_sigmoid, micro_batch=micro_batch,
+        eval_every=eval_every, patience=patience, seeds=seeds, mixed_precision=mixed_precision,
+    )  # fmt: skip
     train_resumable(name, splits.path, run, config, checkpoint.path)
     ending()  # the process ends next: skip its last full garbage collection
 

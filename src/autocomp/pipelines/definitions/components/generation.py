@@ -34,12 +34,11 @@ def sample(
     """
     import os
 
-    from autocomp.config import SampleConfig
     from autocomp.pipelines.cluster.plan import drawn
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.protocol.stages import reuse_or_sample
 
-    config = drawn(SampleConfig(**values("sample", locals())), draw)
+    config = drawn(rebuild("sample", specs=specs, count=count, seed=seed), draw)
     os.makedirs(concepts.path, exist_ok=True)
     reuse_or_sample(config, store, reuse, os.path.join(concepts.path, "concepts.parquet"))
 
@@ -73,13 +72,16 @@ def caption(
     """
     import os
 
-    from autocomp.config import CaptionConfig
     from autocomp.generation.caption import caption_stage
     from autocomp.pipelines.cluster.plan import drawn
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.process import ending
 
-    config = drawn(CaptionConfig(**values("caption", locals())), draw)
+    config = rebuild(
+        "caption", captioner=captioner, engine=engine, seed=seed, batch_size=batch_size,
+        fallback=fallback, settings=settings,
+    )  # fmt: skip
+    config = drawn(config, draw)
     caption_stage(os.path.join(concepts.path, "concepts.parquet"), captions.path, config)
     ending()  # the process ends next: skip its last full garbage collection
 
@@ -128,12 +130,19 @@ def shard_plan(
         Output: the shard numbers, 0 to num_shards - 1
     """
     from autocomp.pipelines.cluster.plan import drawn
-    from autocomp.pipelines.definitions.artifacts import config_from, plan_work
+    from autocomp.pipelines.definitions.artifacts import plan_work
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.store.shards import check_shard_args
 
-    given = locals()
-    render = drawn(config_from("render", given), draw)
-    plan_work(captions.path, store, render, config_from("validate", given), work.path)
+    render = rebuild(
+        "render", renderer=renderer, seed=seed, settings=render_settings,
+        batch_size=render_batch_size, num_shards=num_shards,
+    )  # fmt: skip
+    validate = rebuild(
+        "validate", detector=detector, segmenter=segmenter, vqa=vqa, settings=validate_settings,
+        batch_size=validate_batch_size, masks=masks, all_checks=all_checks, num_shards=num_shards,
+    )  # fmt: skip
+    plan_work(captions.path, store, drawn(render, draw), validate, work.path)
     return check_shard_args(None, num_shards)
 
 
@@ -167,13 +176,16 @@ def render(
     Returns:
         table: the shard's render table (its images are in the store)
     """
-    from autocomp.config import RenderConfig
     from autocomp.pipelines.cluster.plan import drawn
     from autocomp.pipelines.definitions.artifacts import render_shard
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.process import ending
 
-    config = drawn(RenderConfig(**values("render", locals())), draw)
+    config = rebuild(
+        "render", renderer=renderer, seed=seed, settings=settings, batch_size=batch_size,
+        num_shards=num_shards,
+    )  # fmt: skip
+    config = drawn(config, draw)
     render_shard(captions.path, work.path, config, shard, table.path)
     ending()  # the process ends next: skip its last full garbage collection
 
@@ -212,12 +224,14 @@ def validate(
     Returns:
         verdicts: one row per sample and check
     """
-    from autocomp.config import ValidateConfig
     from autocomp.pipelines.definitions.artifacts import validate_shard
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.process import ending
 
-    config = ValidateConfig(**values("validate", locals()))
+    config = rebuild(
+        "validate", detector=detector, segmenter=segmenter, vqa=vqa, settings=settings,
+        batch_size=batch_size, masks=masks, all_checks=all_checks, num_shards=num_shards,
+    )  # fmt: skip
     validate_shard(table.path, work.path, config, shard, verdicts.path)
     ending()  # the process ends next: skip its last full garbage collection
 
@@ -243,12 +257,11 @@ def curate(
     import os
     import tempfile
 
-    from autocomp.config import CurateConfig
     from autocomp.generation.curate import curate_stage
     from autocomp.pipelines.definitions.artifacts import gather_shards
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
 
-    config = CurateConfig(**values("curate", locals()))
+    config = rebuild("curate", keep_rejected=keep_rejected)
     shards = tempfile.mkdtemp(prefix="shards-")
     render, verdicts = os.path.join(shards, "render"), os.path.join(shards, "verdicts")
     gather_shards(work.path, render, verdicts)
@@ -278,12 +291,13 @@ def negatives(
     import os
     import tempfile
 
-    from autocomp.config import NegativesConfig
+    from autocomp.config import with_overrides
     from autocomp.pipelines.definitions.artifacts import store_table
-    from autocomp.pipelines.plumbing import values
+    from autocomp.pipelines.plumbing import rebuild
     from autocomp.protocol.stages import negatives_stage
 
-    config = NegativesConfig(**values("negatives", locals()), workers=1)  # in process
+    config = rebuild("negatives", protocol=protocol, batch_size=batch_size)
+    config = with_overrides(config, workers=1)  # in process
     table = os.path.join(tempfile.mkdtemp(prefix="negatives-"), "benchmark.parquet")
     negatives_stage(os.path.join(curated.path, "curated.parquet"), table, config)
     store_table(table, work.path, benchmark.path)
