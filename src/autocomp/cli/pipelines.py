@@ -27,9 +27,8 @@ def _compile(args: argparse.Namespace) -> None:
         if not sep or not gb.isdigit():
             raise UsageError("gpu_sizes", item, "must look like step=GB, e.g. render=48")
         sizes[step] = int(gb)
-    done = compile_all(
-        args.out, args.backend, tuple(args.pull_secrets), sizes, tuple(args.tolerations)
-    )
+    done = compile_all(args.out, args.backend, tuple(args.pull_secrets), sizes,
+                       tuple(args.tolerations), args.placement, tuple(args.gpu_labels))  # fmt: skip
     for name, path in done.items():
         print(f"compiled {name} -> {path}")
     print(f"for KFP backend {target.range} (docs/cluster.md: what works on which version)")
@@ -240,6 +239,25 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         metavar="KEY[=VALUE][:EFFECT]",
         help="a taint of your GPU nodes the GPU steps tolerate besides nvidia.com/gpu "
         "(repeatable), e.g. sku=gpu:NoSchedule (AKS)",
+    )
+    p.add_argument(
+        "--placement",
+        default="gfd",
+        choices=("gfd", "gke", "karpenter", "eks", "aks", "labels"),
+        help="how GPU steps select their nodes: gfd (GPU feature discovery's "
+        "nvidia.com/gpu.memory; the default), gke (cloud.google.com/gke-accelerator), "
+        "karpenter (karpenter.k8s.aws/instance-gpu-memory), eks (managed node groups' "
+        "instance types), aks (kubernetes.azure.com/accelerator and VM sizes), labels "
+        "(--gpu-label); docs/cluster.md, GPU placement",
+    )
+    p.add_argument(
+        "--gpu-label",
+        dest="gpu_labels",
+        action="append",
+        default=[],
+        metavar="GB:KEY=VALUE",
+        help="with --placement labels: nodes labelled KEY=VALUE have GPUs of at least GB GB "
+        "(repeatable), e.g. 48:pool=l40s",
     )
     p.set_defaults(run=_compile)
 

@@ -149,8 +149,12 @@ class S3Store:
         self.workers = workers
         # autocomp retries itself (with backoff, across requests); urllib3 must not hide failures.
         # One pooled connection per transfer thread.
+        from autocomp.network import deadline
+
+        self.deadline = deadline()  # the one network deadline (autocomp.network)
+        limit = self.deadline
         http = PoolManager(
-            timeout=Timeout(connect=5, read=120), retries=Retry(total=0),
+            timeout=Timeout(connect=limit.connect, read=limit.read), retries=Retry(total=0),
             maxsize=max(10, 2 * workers),
         )  # fmt: skip
         self.client = Minio(
@@ -169,16 +173,18 @@ class S3Store:
         return key[len(self.prefix) + 1 :] if self.prefix else key
 
     def _retry(self, what: str, fn: Callable[[], Any]) -> Any:
+        started = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
                 return fn()
             except Exception as exc:
                 if not _transient(exc):
                     raise self._usage_error(what, exc) from None
-                if attempt == self.retries:
+                late = time.monotonic() - started >= self.deadline.total  # no retry after it
+                if attempt == self.retries or late:
                     raise StorageError(
                         f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable, "
-                        f"failed after {self.retries + 1} attempts ({type(exc).__name__}: "
+                        f"failed after {attempt + 1} attempt(s) ({type(exc).__name__}: "
                         f"{' '.join(str(exc).split())[:160]}); check {ENDPOINT_ENV} and that the "
                         f"server answers, then {RESUME_NOTE} (the output stays unpublished: no "
                         "manifest)"
