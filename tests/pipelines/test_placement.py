@@ -251,13 +251,13 @@ def test_gke_packages_select_gke_accelerators_and_record_the_scheme(dist_for, ba
 def test_submit_refuses_a_class_no_node_of_the_scheme_can_take(dist_for, capsys):
     from autocomp.pipelines.cluster.client import checked_params
 
-    dist = dist_for(placement="labels", gpu_labels=("24:pool=small",))
+    dist = dist_for(placement="labels", gpu_labels=("24:pool=small", "48:pool=mid"))
     docs = _docs(dist, "evaluate_models")
     scheme, unplaced = p.stamped(docs[0])
-    assert scheme == "labels" and "1x40gb" in unplaced and "1x24gb" not in unplaced
-    big = next(m for c, ms in score_groups().items() if c.name == "1x40gb" for m in ms)
+    assert scheme == "labels" and unplaced == ["2x80gb", "4x80gb"]
+    big = next(m for c, ms in score_groups().items() if c.name == "2x80gb" for m in ms)
     with pytest.raises(UsageError, match="wait forever") as refused:
-        checked_params("evaluate_models", dist, "job", [f"models={big}", "benchmark=b"])
+        checked_params("evaluate_models", dist, "job", [f"models=[{big}]", "name=b"])
     assert refused.value.value == big
     small = next(m for c, ms in score_groups().items() if c.name == "1x16gb" for m in ms)
-    checked_params("evaluate_models", dist, "job", [f"models={small}", "benchmark=b"])
+    checked_params("evaluate_models", dist, "job", [f"models=[{small}]", "name=b"])

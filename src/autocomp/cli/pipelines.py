@@ -88,6 +88,16 @@ def _submit(args: argparse.Namespace) -> None:
     print(f"run {run_id}: {args.pipeline}")
 
 
+def _resume(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.cluster.resume import resume
+
+    action, run_id = resume(args.run_id, args.dist, _note(args), **_where(args))
+    if action == "retried":
+        print(f"run {run_id}: retried (its failed tasks run again and resume from the store)")
+    else:
+        print(f"run {run_id}: a new run in place of {args.run_id} (same parameters and store)")
+
+
 def _doctor(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.client import endpoint_from
     from autocomp.pipelines.cluster.doctor import Report, check_store, doctor
@@ -318,6 +328,19 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "from here with this environment's credentials (what doctor's probe pod runs)",
     )
     p.set_defaults(run=_doctor)
+
+    p = verbs.add_parser(
+        "resume",
+        help="run again the failed tasks of a run (a lost node), through KFP's run retry",
+        description="Retry a failed run through the KFP API (POST /apis/v2beta1/runs/ID:retry): "
+        "only its failed tasks run again, each resuming from what it committed to the store. "
+        "Where the server cannot retry it, a new run with the same parameters takes its place. "
+        "Refused for a run that succeeded, is still going, belongs to another namespace or was "
+        "made by another version of the pipeline than --dist.",
+    )
+    client_args(p)
+    p.add_argument("run_id", metavar="RUN_ID", help="the KFP run id")
+    p.set_defaults(run=_resume, verb="resume")
 
     for verb, helptext in (
         ("schedule", "create a recurring run of an uploaded pipeline"),
