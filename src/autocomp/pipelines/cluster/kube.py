@@ -195,8 +195,12 @@ def connect() -> Kube:
     try:
         from kubernetes import client, config
 
+        configuration = client.Configuration()
         # the library reads $KUBECONFIG once, at import; read it now
-        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None,
+                                client_configuration=configuration)  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (no client or no kubeconfig: the caller says so)
         raise Unavailable(f"no kubeconfig ({type(exc).__name__})") from None
-    return Kube(client.CoreV1Api(), client.StorageV1Api(), client.ApiException)
+    configuration.retries = False  # one attempt within the deadline (Kube._call), said at once
+    api = client.ApiClient(configuration)
+    return Kube(client.CoreV1Api(api), client.StorageV1Api(api), client.ApiException)
