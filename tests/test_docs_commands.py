@@ -61,6 +61,10 @@ SKIP = {
     ("README.md", "make images push AUTOCOMP_IMAGE_REGISTRY=registry.example.com/ml"): "a cluster: "
     "buildah/Docker, a registry, kubectl and a Kubeflow endpoint",
     ("cluster.md", "# 1. autocomp's ServiceAccount + RBAC"): "a cluster (kubectl, Kubeflow)",
+    ("cluster.md", "NS=kubeflow-user-example-com"): "a cluster (EKS or GKE, Kubeflow): "
+    "tests/pipelines/test_walkthroughs.py compiles with each walk-through's settings",
+    ("cluster.md", "mkdir -p one && cat > one/kustomization.yaml"): "a cluster (a GPU node, "
+    "standalone KFP): tests/pipelines/test_walkthroughs.py compiles with its settings",
     ("finetune.md", "autocomp finetune-local --out runs/finetune"): "kfp.local for minutes "
     "(tests/pipelines and tests/finetune run the pipeline)",
     ("generation.md", "python benchmarks/generation_throughput.py --profile paper"): "a CUDA GPU "

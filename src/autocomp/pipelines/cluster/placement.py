@@ -60,6 +60,7 @@ class Scheme:
     marks: tuple[str, ...]  # label keys whose presence on a node says the cluster uses it
     fixed: tuple[tuple[str, str], ...] = ()  # labels every GPU node of the scheme carries
     source: str = ""
+    exact: bool = False  # cards are machine types with exactly `gpus` GPUs (the fewest first)
 
 
 # GKE's gke-accelerator values, per-GPU memory, the most GPUs a machine type of it has
@@ -111,10 +112,10 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
            ("karpenter.k8s.aws/instance-gpu-memory",),
            source="karpenter.sh/docs/reference/instance-types"),
     Scheme("eks", INSTANCE_TYPE, False, EKS_TYPES, ("eks.amazonaws.com/nodegroup",),
-           source="aws.amazon.com/ec2/instance-types (accelerated computing)"),
+           source="aws.amazon.com/ec2/instance-types (accelerated computing)", exact=True),
     Scheme("aks", INSTANCE_TYPE, False, AKS_SIZES, ("kubernetes.azure.com/accelerator",),
            fixed=(("kubernetes.azure.com/accelerator", "nvidia"),),
-           source="learn.microsoft.com/azure/aks/use-nvidia-gpu"),
+           source="learn.microsoft.com/azure/aks/use-nvidia-gpu", exact=True),
     Scheme("labels", "", False, (), ()),
 )}  # fmt: skip
 DEFAULT = "gfd"
@@ -127,10 +128,11 @@ def tier_floor_mib(gpu_gb: int) -> int:
 
 
 def holding(scheme: Scheme, gpus: int, gpu_gb: int) -> list[Card]:
-    """The scheme's cards that hold a class (`gpus` GPUs of at least `gpu_gb` GB), smallest
-    first."""
+    """The scheme's cards that hold a class (`gpus` GPUs of at least `gpu_gb` GB), the smallest
+    first: machine types by GPU count then memory, accelerators by memory (the tables list the
+    cheaper of equals first)."""
     cards = [c for c in scheme.cards if c.gb >= gpu_gb and c.gpus >= gpus]
-    return sorted(cards, key=lambda c: (c.gb, c.gpus))  # the tables list the cheaper first
+    return sorted(cards, key=lambda c: (c.gpus, c.gb) if scheme.exact else (c.gb, c.gpus))
 
 
 @dataclass(frozen=True)
