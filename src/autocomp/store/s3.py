@@ -184,7 +184,8 @@ class S3Store:
                 if attempt == self.retries or late:
                     raise StorageError(
                         f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable, "
-                        f"failed after {attempt + 1} attempt(s) ({type(exc).__name__}: "
+                        f"failed after {attempt + 1} attempt{'s' if attempt else ''} "
+                        f"({type(exc).__name__}: "
                         f"{' '.join(str(exc).split())[:160]}); check {ENDPOINT_ENV} and that the "
                         f"server answers, then {RESUME_NOTE} (the output stays unpublished: no "
                         "manifest)"
