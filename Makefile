@@ -46,53 +46,57 @@ bench: $(STAMP) ## candidate sets at paper scale: the stage before and now, the 
 # Images: one Dockerfile (images/Dockerfile) builds each image from its extras
 # (images/imagetool.py) and its pins (images/constraints/<image>.txt). Names and tags come from
 # autocomp.pipelines.cluster.images.image() (registry $AUTOCOMP_IMAGE_REGISTRY, tag = package version +
-# git commit), the rule the compiled pipelines use. Docker where an engine answers, else buildah
-# (chroot isolation, vfs storage: no daemon, no overlay mounts). DRY_RUN=1 prints the commands.
+# git commit), the rule the compiled pipelines use: export AUTOCOMP_IMAGE_REGISTRY before `make images
+# push` and `autocomp compile`. The builder: BUILDER=docker|buildah, else docker where a daemon
+# answers, else buildah (chroot isolation, vfs storage: no daemon, no overlay mounts); `make images`
+# says which and why. DRY_RUN=1 prints the commands and writes nothing.
 IMAGES         ?= core gpu caption
-BUILDER        ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo buildah)
+BUILDER        ?=
 STORAGE_DRIVER ?= vfs
-ENGINE          = $(if $(filter buildah,$(BUILDER)),buildah --storage-driver $(STORAGE_DRIVER),docker)
-BUILD_CMD       = $(if $(filter buildah,$(BUILDER)),$(ENGINE) bud --isolation chroot,docker build)
+export STORAGE_DRIVER
 # Where no registry is reachable, `make base-image` bootstraps a local base from Debian packages;
-# once it exists it is the default base.
+# once it exists it is the default base (BASE_IMAGE=... names another).
 LOCAL_BASE     := localhost/autocomp-base:bookworm
-BASE_IMAGE     ?= $(shell $(ENGINE) inspect --type image $(LOCAL_BASE) >/dev/null 2>&1 \
-                    && echo $(LOCAL_BASE) || echo docker.io/library/python:3.11-slim-bookworm)
+REMOTE_BASE    := docker.io/library/python:3.11-slim-bookworm
 RUN_OR_ECHO     = $(if $(DRY_RUN),echo,)
 IMAGE_WORK     := $(CURDIR)/build/images
+# The shell words of the chosen builder ($$builder, from `imagetool.py builder`).
+ENGINE_SH       = if [ $$builder = buildah ]; then engine="buildah --storage-driver $(STORAGE_DRIVER)"; \
+                  build="$$engine bud --isolation chroot"; else engine=docker; build="docker build"; fi
 
 # The tag rule needs only the package source (no install): a light import of autocomp.
 COMPONENTS  = PYTHONPATH=src $(PYTHON) -c "from autocomp.pipelines.cluster.images import
 IMAGE_TAG   = $(COMPONENTS) image_tag; print(image_tag())"
 IMAGE_NAME  = $(COMPONENTS) image; import warnings; warnings.simplefilter('ignore'); \
               print(image('$$kind').split('@')[0])"
+NO_REGISTRY = no AUTOCOMP_IMAGE_REGISTRY: the tags name ghcr.io/autocomp, where nothing is published \
+              and which compile refuses; export AUTOCOMP_IMAGE_REGISTRY=<your registry>
 
 images: ## build the images, print their sizes (IMAGES="core" picks; DRY_RUN=1 prints only)
-	@flags=$$($(PYTHON) images/imagetool.py pip-flags $(BUILDER) $(IMAGE_WORK)/pip) || exit 1; \
+	@builder=$$($(PYTHON) images/imagetool.py builder $(BUILDER)) || exit 1; $(ENGINE_SH); \
+	[ -n "$$AUTOCOMP_IMAGE_REGISTRY" ] || echo "make images: note: $(NO_REGISTRY)" >&2; \
+	flags=$$($(PYTHON) images/imagetool.py pip-flags $$builder $(IMAGE_WORK)/pip $(if $(DRY_RUN),--dry-run)) \
+	  || exit 1; \
+	base="$(BASE_IMAGE)"; if [ -z "$$base" ]; then base=$(REMOTE_BASE); \
+	  $$engine inspect --type image $(LOCAL_BASE) >/dev/null 2>&1 && base=$(LOCAL_BASE); fi; \
 	commit=$$($(COMPONENTS) git_commit; print(git_commit() or '')"); \
 	for kind in $(IMAGES); do \
 	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME)) && \
 	  extras=$$($(PYTHON) images/imagetool.py extras $$kind) || exit 1; \
 	  start=$$(date +%s); \
-	  $(RUN_OR_ECHO) $(BUILD_CMD) $$flags --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	  $(RUN_OR_ECHO) $$build $$flags --build-arg BASE_IMAGE=$$base \
 	    --build-arg EXTRAS=$$extras --build-arg CONSTRAINTS=images/constraints/$$kind.txt \
 	    --build-arg GIT_COMMIT=$$commit -f images/Dockerfile -t $$tag . || exit 1; \
-	  $(if $(DRY_RUN),:,echo "$$tag: $$($(ENGINE) images --format '{{.Size}}' $$tag)," \
+	  $(if $(DRY_RUN),:,echo "$$tag: $$($$engine images --format '{{.Size}}' $$tag)," \
 	    "built in $$(( $$(date +%s) - start )) s"); \
 	done
 
-# buildah records the pushed manifest's digest in a file; docker prints it.
-PUSH_DIGEST = $(if $(filter buildah,$(BUILDER)),\
-  $(ENGINE) push --digestfile $(IMAGE_WORK)/$$kind.digest $$tag >&2 && cat $(IMAGE_WORK)/$$kind.digest,\
-  docker push $$tag | tee /dev/stderr | sed -n 's/.*digest: \(sha256:[0-9a-f]*\).*/\1/p')
-
-push: ## push the images built by `make images`; record their digests in images/lock.json
-	@mkdir -p $(IMAGE_WORK); for kind in $(IMAGES); do \
-	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME)) || exit 1; \
-	  if [ -n "$(DRY_RUN)" ]; then echo $(ENGINE) push $$tag; continue; fi; \
-	  digest=$$($(PUSH_DIGEST)) || exit 1; \
-	  $(PYTHON) images/imagetool.py lock $$kind $$tag $$digest || exit 1; \
-	done
+push: ## push the images built by `make images`; write their digests to images/lock.json (all or none)
+	@builder=$$($(PYTHON) images/imagetool.py builder $(BUILDER)) || exit 1; \
+	[ -n "$$AUTOCOMP_IMAGE_REGISTRY" ] || { echo "make push: $(NO_REGISTRY)" >&2; exit 1; }; \
+	pairs=; for kind in $(IMAGES); do \
+	  pairs="$$pairs $$kind=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME))" || exit 1; done; \
+	$(RUN_OR_ECHO) $(PYTHON) images/imagetool.py push $$builder $(IMAGE_WORK) $$pairs
 
 base-image: ## bootstrap the local base image from Debian packages (debootstrap, python3; root)
 	$(RUN_OR_ECHO) env BUILDAH="buildah --storage-driver $(STORAGE_DRIVER)" \

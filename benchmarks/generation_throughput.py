@@ -43,11 +43,11 @@ PAPER_OBJECT_SURVIVAL = 0.47  # A.12: ~47,000 of 100,000 images reach the VQA ch
 def render_rate(args, dtype_name: str, batch: int, prompts, seeds) -> float:
     import torch
 
-    from autocomp.generation.render import Renderer
+    from autocomp.generation.render import DiffusersRenderer
 
     entry = get_generation_model("renderer", args.renderer)
     dtype = getattr(torch, dtype_name) if args.device != "cpu" else torch.float32
-    renderer = Renderer(entry, device=args.device, random_weights=args.random_weights)
+    renderer = DiffusersRenderer(entry, device=args.device, random_weights=args.random_weights)
     renderer.pipe.to(args.device, dtype)
     if args.steps:
         renderer.settings["num_inference_steps"] = args.steps
@@ -135,9 +135,9 @@ def main() -> None:
         f"  batched ({entry.dtype}, batch {args.batch}):   {fast:8.3f} images/s   x{fast / naive:.2f}"
     )
 
-    from autocomp.generation.render import Renderer
+    from autocomp.generation.render import DiffusersRenderer
 
-    renderer = Renderer(entry, device=args.device, random_weights=args.random_weights)
+    renderer = DiffusersRenderer(entry, device=args.device, random_weights=args.random_weights)
     images = renderer.render(prompts, seeds)
     costs = validation_costs(args, images, concepts, family)
     print(f"validate ({args.profile} profile, Color N={args.n}, batch {args.batch}):")

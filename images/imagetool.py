@@ -1,20 +1,29 @@
 """Helpers of the Makefile's image targets (standard library only; run with the host's python3).
 
 extras IMAGE                the extras installed in an image
-pip-flags BUILDER DIR       the host's pip settings as build secrets (DIR/pip.conf, DIR/ca.pem)
-                            and, for buildah, read-only volumes for local index and wheel
-                            folders; prints the build flags
+pip-flags BUILDER DIR [--dry-run]  the host's pip settings as build secrets (DIR/pip.conf,
+                            DIR/ca.pem; --dry-run writes nothing) and, for buildah, read-only
+                            volumes for local index and wheel folders; prints the build flags
 constraints IMAGE           resolve that image's extras (plus the build requirements) alone for
                             the images' Python and write images/constraints/IMAGE.txt (pip's
                             resolver; nothing is installed)
 lock KIND REFERENCE DIGEST  record a pushed image in images/lock.json
+push BUILDER DIR KIND=TAG.. push each built image, then write the lock for all of them at once
+                            (none when any push is refused: one line says which and why)
+locked KIND [--by-digest]   the lock's image of KIND: tag@digest, or name@digest
+verify DIST KIND...         every image the compiled YAML in DIST names, of the kinds pushed: by
+                            the locked digest, and the registry holds it (skopeo inspect)
+builder                     the engine `make images` uses, and why, on one line (stderr); a
+                            missing one is one line naming the Debian package
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +38,7 @@ EXTRAS = {
     "gpu": "pipelines,report,generate",  # torch: render, validate, score (generate includes eval)
     "caption": "pipelines,vllm",  # vLLM pins its own torch and transformers
 }
-LOCK = ROOT / "images" / "lock.json"
+LOCK = Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or ROOT / "images" / "lock.json")
 SECRET_DIR = "/run/secrets"  # where a build's RUN --mount=type=secret puts them
 # Settings that name local paths; `constraint` is left out: each image's own file pins it.
 PATH_LISTS = ("find-links", "extra-index-url", "index-url")
@@ -57,16 +66,19 @@ def local_folder(location: str) -> Path | None:
     return path.parent if path.name == "simple" else path
 
 
-def pip_flags(builder: str, out: Path) -> list[str]:
-    """Write the build's pip.conf and CA bundle into `out`; return the build flags."""
+def pip_flags(builder: str, out: Path, dry_run: bool = False) -> list[str]:
+    """Write the build's pip.conf and CA bundle into `out` (nothing when `dry_run`); return
+    the build flags."""
     settings = host_pip_config()
-    out.mkdir(parents=True, exist_ok=True)
+    if not dry_run:
+        out.mkdir(parents=True, exist_ok=True)
     lines = ["[global]"]
     cert = settings.get("cert")
     if cert and Path(cert).is_file():
-        shutil.copyfile(cert, out / "ca.pem")
+        if not dry_run:
+            shutil.copyfile(cert, out / "ca.pem")
         lines.append(f"cert = {SECRET_DIR}/ca.pem")
-    else:
+    elif not dry_run:
         (out / "ca.pem").write_text("")  # the Dockerfile mounts it either way
     folders: list[Path] = []
     for key, value in sorted(settings.items()):
@@ -75,7 +87,8 @@ def pip_flags(builder: str, out: Path) -> list[str]:
         lines.append(f"{key} = {value}")
         if key in PATH_LISTS:
             folders += [f for f in map(local_folder, value.split()) if f and f not in folders]
-    (out / "pip.conf").write_text("\n".join(lines) + "\n")
+    if not dry_run:
+        (out / "pip.conf").write_text("\n".join(lines) + "\n")
     flags = [
         f"--secret=id=pip.conf,src={out / 'pip.conf'}",
         f"--secret=id=ca.pem,src={out / 'ca.pem'}",
@@ -140,7 +153,185 @@ def write_lock(kind: str, reference: str, digest: str) -> None:
     tmp = LOCK.with_suffix(".tmp")
     tmp.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
     tmp.replace(LOCK)
-    print(f"{LOCK.relative_to(ROOT)}: {kind} = {reference}@{digest}")
+    print(f"{LOCK}: {kind} = {reference}@{digest}")
+
+
+def _tool(command: list[str], what: str) -> str:
+    """Run one engine command; its stdout, or exit with one line naming `what` and the engine's
+    last error line (buildah and skopeo print several lines and a stack of wrapped causes)."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        why = lines[-1] if lines else f"exit {done.returncode}"
+        sys.exit(f"imagetool: {what}: {why.removeprefix('Error: ')}")
+    return done.stdout
+
+
+def _tls() -> list[str]:
+    """$REGISTRY_TLS_VERIFY=false: a plain-HTTP registry (CI's own on 127.0.0.1)."""
+    return ["--tls-verify=false"] if os.environ.get("REGISTRY_TLS_VERIFY") == "false" else []
+
+
+def remote_digest(tag: str) -> str | None:
+    """The digest the registry holds under `tag` (None: it has no such tag); an unreachable
+    registry or refused credentials stop here, before anything is pushed."""
+    command = ["skopeo", "inspect", *_tls(), "--no-tags", "--format", "{{.Digest}}"]
+    done = subprocess.run([*command, f"docker://{tag}"], capture_output=True, text=True)
+    if done.returncode == 0:
+        return done.stdout.strip()
+    if "manifest unknown" in done.stderr or "name unknown" in done.stderr:
+        return None  # distribution's MANIFEST_UNKNOWN / NAME_UNKNOWN (OCI distribution spec)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    sys.exit(f"imagetool: push {tag}: the registry {tag.split('/')[0]} refused or did not "
+             f"answer: {(lines or ['?'])[-1].removeprefix('Error: ')}")  # fmt: skip
+
+
+def push_buildah(engine: list[str], work: Path, kind: str, tag: str) -> str:
+    """Push one image built by buildah under `tag`; return the pushed manifest's digest. The
+    image is written as an OCI layout first, which gives its digest before the registry is
+    touched: a tag the registry already holds with another digest is refused (tags name a
+    commit and never move), the same digest is not pushed again. skopeo then copies it with
+    --preserve-digests (it refuses to change the manifest, so the registry gets that digest)."""
+    layout = work / f"{kind}.oci"
+    shutil.rmtree(layout, ignore_errors=True)
+    digestfile = work / f"{kind}.digest"
+    _tool([*engine, "push", "--quiet", "--format", "oci", "--digestfile", str(digestfile),
+           tag, f"oci:{layout}:{kind}"], f"push {tag} (writing its OCI layout)")  # fmt: skip
+    digest = digestfile.read_text().strip()
+    held = remote_digest(tag)
+    if held not in (None, digest):
+        sys.exit(f"imagetool: push {tag}: the registry holds this tag with another digest "
+                 f"({held}, this build is {digest}); tags name a commit: build from a new commit "
+                 "or delete that tag from the registry")  # fmt: skip
+    if held is None:
+        _tool(["skopeo", "copy", "--quiet", "--preserve-digests", *_tls(),
+               f"oci:{layout}:{kind}", f"docker://{tag}"], f"push {tag}")  # fmt: skip
+    shutil.rmtree(layout, ignore_errors=True)
+    return digest
+
+
+def push_docker(tag: str) -> str:
+    """Push one image built by docker; the digest is in its output."""
+    out = _tool(["docker", "push", tag], f"push {tag}")
+    found = [line.split("digest: ")[1].split()[0] for line in out.splitlines()
+             if "digest: sha256:" in line]  # fmt: skip
+    if not found:
+        sys.exit(f"imagetool: push {tag}: docker printed no digest")
+    return found[-1]
+
+
+def push_all(builder: str, work: Path, pairs: list[str]) -> None:
+    """Push every KIND=TAG, then lock them all: a refused push leaves the lock as it was."""
+    engine = ["buildah", "--storage-driver", os.environ.get("STORAGE_DRIVER", "vfs")]
+    work.mkdir(parents=True, exist_ok=True)
+    pushed = []
+    for pair in pairs:
+        kind, _, tag = pair.partition("=")
+        if kind not in EXTRAS or not tag:
+            sys.exit(f"imagetool: push needs KIND=TAG with KIND one of {', '.join(EXTRAS)}")
+        digest = push_buildah(engine, work, kind, tag) if builder == "buildah" else push_docker(tag)
+        print(f"pushed {tag}@{digest}")
+        pushed.append((kind, tag, digest))
+    for kind, tag, digest in pushed:
+        write_lock(kind, tag, digest)
+
+
+# Each image's budget, compressed as the registry holds it (the sum of its layers: what a node
+# pulls). core measured 2026-12-06 at 259 MB (804 MB unpacked; .ci/release); gpu was 6.7 GB
+# unpacked (.ci/images, GPU=1), caption is not measured yet: generous budgets until they are.
+SIZE_BUDGET_MB = {"core": 350, "gpu": 5000, "caption": 8000}
+IMAGE_LINE = re.compile(r"^\s*(?:-\s+)?image:\s*['\"]?([^'\"\s]+)", re.MULTILINE)
+
+
+def untagged(reference: str) -> str:
+    """An image name without its tag (skopeo and buildah take a tag or a digest, not both)."""
+    name = reference.split("@")[0]
+    return name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+
+
+def locked(kind: str, by_digest: bool) -> str:
+    lock = json.loads(LOCK.read_text()) if LOCK.exists() else {}
+    if kind not in lock:
+        sys.exit(f"imagetool: {LOCK} locks no {kind} image; `make push IMAGES={kind}` first")
+    image, digest = lock[kind]["image"], lock[kind]["digest"]
+    return f"{untagged(image) if by_digest else image}@{digest}"
+
+
+def verify(dist: Path, kinds: list[str]) -> None:
+    """Every `image:` of the compiled pipelines and jobs in `dist` whose kind was pushed: named
+    by the digest the lock holds, and that digest in the registry; one line per image."""
+    lock = json.loads(LOCK.read_text()) if LOCK.exists() else {}
+    files = sorted(dist.glob("*.yaml")) + sorted(dist.glob("jobs/*.yaml"))
+    named = sorted({m for f in files for m in IMAGE_LINE.findall(f.read_text())})
+    if not named:
+        sys.exit(f"imagetool: verify: no image in {dist}/*.yaml; compile first")
+    bad = []
+    for reference in named:
+        kind = reference.split("@")[0].rsplit("/", 1)[-1].split(":")[0].removeprefix("autocomp-")
+        if kind not in kinds:
+            print(f"not pushed in this run ({kind}): {reference}")
+            continue
+        wanted = f"{lock[kind]['image']}@{lock[kind]['digest']}" if kind in lock else None
+        if reference != wanted:
+            bad.append(f"{reference}: not the locked {wanted}")
+            continue
+        name = untagged(reference)
+        done = subprocess.run(["skopeo", "inspect", *_tls(), "--raw",
+                               f"docker://{name}@{lock[kind]['digest']}"],
+                              capture_output=True)  # fmt: skip
+        held = "sha256:" + hashlib.sha256(done.stdout).hexdigest()  # the manifest's digest
+        if done.returncode or held != lock[kind]["digest"]:
+            why = (done.stderr.decode(errors="replace").strip().splitlines() or [held])[-1]
+            bad.append(f"{reference}: the registry does not hold it ({why})")
+            continue
+        layers = [layer["size"] for layer in json.loads(done.stdout).get("layers", [])]
+        size = sum(map(int, layers)) / 1e6
+        print(f"resolves by digest: {reference} ({size:.0f} MB compressed, "
+              f"budget {SIZE_BUDGET_MB[kind]} MB)")  # fmt: skip
+        if size > SIZE_BUDGET_MB[kind]:
+            budget = SIZE_BUDGET_MB[kind]
+            bad.append(f"{reference}: {size:.0f} MB compressed, over its {budget} MB budget "
+                       "(SIZE_BUDGET_MB); slim the image or raise it with a reason")  # fmt: skip
+    if bad:
+        sys.exit("imagetool: verify: " + "; ".join(bad))
+
+
+# What `make images` builds with: each engine, the check that it can build here, the Debian
+# package that provides it (docker: its CLI alone cannot build without a daemon that answers).
+BUILDERS = {
+    "docker": (["docker", "info"], "docker.io"),
+    "buildah": (["buildah", "--version"], "buildah"),
+}
+
+
+def choose_builder(asked: str) -> str:
+    """BUILDER=... if given, else docker where a daemon answers, else buildah; says which and
+    why on stderr. A builder that is not installed is one line naming its package."""
+
+    def works(name: str) -> bool:
+        check, _ = BUILDERS[name]
+        if shutil.which(check[0]) is None:
+            return False
+        return subprocess.run(check, capture_output=True).returncode == 0
+
+    if asked:
+        if asked not in BUILDERS:
+            sys.exit(f"imagetool: BUILDER={asked}: not a builder; one of {', '.join(BUILDERS)}")
+        if shutil.which(asked) is None:
+            sys.exit(f"imagetool: BUILDER={asked}: not installed; install the Debian package "
+                     f"{BUILDERS[asked][1]}")  # fmt: skip
+        why = "BUILDER was given"
+        chosen = asked
+    elif works("docker"):
+        chosen, why = "docker", "a docker daemon answers `docker info`"
+    elif shutil.which("buildah"):
+        daemon = "no docker daemon answers" if shutil.which("docker") else "no docker CLI"
+        chosen, why = "buildah", f"{daemon}; buildah needs none"
+    else:
+        sys.exit("imagetool: no image builder: no docker daemon answers and buildah is not "
+                 "installed; install the Debian package buildah")  # fmt: skip
+    print(f"imagetool: building with {chosen} ({why})", file=sys.stderr)
+    return chosen
 
 
 def main(argv: list[str]) -> None:
@@ -151,10 +342,18 @@ def main(argv: list[str]) -> None:
         print(EXTRAS[args[0]])
     elif verb == "constraints":
         write_constraints(args[0])
-    elif verb == "pip-flags" and len(args) == 2:
-        print(" ".join(pip_flags(args[0], Path(args[1]))))
+    elif verb == "pip-flags" and len(args) in (2, 3) and args[2:] in ([], ["--dry-run"]):
+        print(" ".join(pip_flags(args[0], Path(args[1]), dry_run=bool(args[2:]))))
     elif verb == "lock" and len(args) == 3:
         write_lock(*args)
+    elif verb == "push" and len(args) >= 3:
+        push_all(args[0], Path(args[1]), args[2:])
+    elif verb == "locked" and len(args) in (1, 2) and args[1:] in ([], ["--by-digest"]):
+        print(locked(args[0], bool(args[1:])))
+    elif verb == "verify" and len(args) >= 2:
+        verify(Path(args[0]), args[1:])
+    elif verb == "builder" and len(args) <= 1:
+        print(choose_builder(args[0] if args else ""))
     else:
         sys.exit(__doc__)
 

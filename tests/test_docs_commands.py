@@ -3,10 +3,13 @@
 The blocks run in document order (README.md, then docs/*.md by name) in one fresh folder, the
 state a reader is in who follows the pages from the top: a `.venv` there is this test's Python
 environment (what `make install` makes) and each block runs in bash with `set -e` after
-`. .venv/bin/activate`, offline (HF_HUB_OFFLINE=1). Two rewrites make a block runnable on a
-CPU without the hub, and nothing else is changed:
+`. .venv/bin/activate`, offline (HF_HUB_OFFLINE=1). Three rewrites make a block runnable on a
+CPU without the hub or a cluster, and nothing else is changed:
 
 - a model that needs hub weights is replaced by its tiny random-weight stand-in (TINY);
+- the example cluster's addresses (its KFP endpoint, its registry) are the local stand-ins'
+  (the `cluster` fixture: the KFP API stand-in, a registry stand-in holding the images, moto's
+  S3 server as the store);
 - the verbs whose default profile is the paper's (hub models, a GPU) get `--profile tiny`, and
   `curate` gets `--keep-rejected`: random weights reject every image, so, as the tiny profile
   of `autocomp run` does, the rejected samples are kept (marked) to run the rest of the chain.
@@ -18,6 +21,7 @@ own images, a published benchmark folder) before the block that needs it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -27,6 +31,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
+from tests.infra.test_storage import s3_server  # noqa: F401  (moto_server, the reader's S3)
+from tests.pipelines.kfp_standin import KfpStandIn
+from tests.pipelines.registry_standin import RegistryStandIn
+
+DIGEST = "sha256:" + "cd" * 32  # the digest `make images push` locked (a stand-in's)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -58,11 +68,17 @@ SKIP = {
     ("README.md", "autocomp audit export --benchmark store/benchmarks/run-1"): "needs a published "
     "benchmark with accepted samples, annotators answering in a browser (serve is a server) and "
     "a second VQA model; tests/audit runs each verb",
-    ("README.md", "make images push AUTOCOMP_IMAGE_REGISTRY=registry.example.com/ml"): "a cluster: "
-    "buildah/Docker, a registry, kubectl and a Kubeflow endpoint",
+    ("README.md", "export AUTOCOMP_IMAGE_REGISTRY=registry.example.com/ml"): "buildah builds "
+    "for minutes and pushes to your registry: .ci/images runs exactly this (.ci/release, against "
+    "Debian's docker-registry on 127.0.0.1); the `cluster` fixture holds the lock it writes",
+    ("README.md", "kubectl -n kubeflow create -f dist/jobs/model-cache-warmup.yaml"): "a "
+    "Kubernetes cluster (tests/pipelines/test_manifests.py validates the Job)",
     ("cluster.md", "# 1. autocomp's ServiceAccount + RBAC"): "a cluster (kubectl, Kubeflow)",
-    ("cluster.md", "NS=kubeflow-user-example-com"): "a cluster (EKS or GKE, Kubeflow): "
-    "tests/pipelines/test_walkthroughs.py compiles with each walk-through's settings",
+    # the EKS block first (its first line is the longer: keys match by prefix, first wins)
+    ("cluster.md", "NS=kubeflow-user-example-com                # your profile"): "a cluster "
+    "(EKS, Kubeflow 1.10): tests/pipelines/test_walkthroughs.py compiles with its settings",
+    ("cluster.md", "NS=kubeflow-user-example-com"): "a cluster (GKE, Kubeflow 1.11): "
+    "tests/pipelines/test_walkthroughs.py compiles with its settings",
     ("cluster.md", "mkdir -p one && cat > one/kustomization.yaml"): "a cluster (a GPU node, "
     "standalone KFP): tests/pipelines/test_walkthroughs.py compiles with its settings",
     ("finetune.md", "autocomp finetune-local --out runs/finetune"): "kfp.local for minutes "
@@ -121,8 +137,11 @@ def _key(table: dict, page: str, first: str) -> tuple[str, str] | None:
     return next((k for k in table if k[0] == page and first.startswith(k[1])), None)
 
 
-def runnable(text: str) -> str:
-    """The block with its hub models replaced by tiny ones and --profile tiny added."""
+def runnable(text: str, cluster: dict[str, str] | None = None) -> str:
+    """The block with its hub models replaced by tiny ones and --profile tiny added, and the
+    example cluster's addresses by the local stand-ins' (`cluster`: CLUSTER's)."""
+    for address, here in (cluster or {}).items():
+        text = text.replace(address, here)
     for model, tiny in TINY.items():
         text = re.sub(rf"(?<![\w.:/-]){re.escape(model)}", tiny, text)
     text = PROFILED.sub(r"autocomp \1 --profile tiny", text)
@@ -147,14 +166,48 @@ def test_the_rewrites_are_only_models_and_profiles():
     )
 
 
+@pytest.fixture
+def cluster(s3_server, tmp_path):  # noqa: F811
+    """The reader's cluster, stood in on this machine: the KFP API stand-in, a registry holding
+    the three images by digest with the lock `make images push` wrote for them (the skipped
+    images block), moto's S3 server with the store's bucket. Yields (the example addresses ->
+    the stand-ins', the environment a reader has, the KFP stand-in)."""
+    import boto3
+
+    from autocomp.pipelines.cluster.images import IMAGE_KINDS, image_tag
+
+    api, registry = KfpStandIn(tag_name="2.15.0"), RegistryStandIn()
+    for kind in IMAGE_KINDS:
+        registry.push(f"ml/autocomp-{kind}", DIGEST)
+    endpoint = f"http://127.0.0.1:{s3_server}"
+    keys = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                 aws_access_key_id="testing", aws_secret_access_key="testing",
+                 ).create_bucket(Bucket="mlpipeline")  # fmt: skip
+    addresses = {"https://kubeflow.example.com/pipeline": api.host,
+                 "registry.example.com/ml": f"{registry.host}/ml"}  # fmt: skip
+    lock = tmp_path / "lock.json"
+    lock.write_text(json.dumps({kind: {"image": f"{registry.host}/ml/autocomp-{kind}:"
+                                       f"{image_tag()}", "digest": DIGEST}
+                                for kind in IMAGE_KINDS}))  # fmt: skip
+    env = {**keys, "AUTOCOMP_S3_ENDPOINT": endpoint, "KUBECONFIG": str(tmp_path / "absent"),
+           "AUTOCOMP_IMAGE_LOCK": str(lock),
+           "AUTOCOMP_IMAGE_REGISTRY": addresses["registry.example.com/ml"]}  # fmt: skip
+    yield addresses, env, api
+    api.close()
+    registry.close()
+
+
 @pytest.mark.slow
-def test_every_command_block_runs_as_written(tmp_path):
+def test_every_command_block_runs_as_written(tmp_path, cluster):
     folder = tmp_path / "reader"
     folder.mkdir()
     (folder / ".venv").symlink_to(Path(sys.prefix))
     assert (folder / ".venv" / "bin" / "activate").is_file(), "run the tests from a virtualenv"
+    addresses, cluster_env, api = cluster
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOCOMP_", "KFP_"))}
     env.update(HF_HUB_OFFLINE="1", AUTOCOMP_CACHE=os.environ.get("AUTOCOMP_CACHE", ""))
+    env.update(cluster_env)
     ran, skipped = [], []
     for page, first, text in blocks():
         if _key(SKIP, page, first):
@@ -163,7 +216,7 @@ def test_every_command_block_runs_as_written(tmp_path):
         fixture = _key(FIXTURES, page, first)
         if fixture:
             FIXTURES[fixture](folder)
-        script = f"set -e\n. .venv/bin/activate\n{runnable(text)}"
+        script = f"set -e\n. .venv/bin/activate\n{runnable(text, addresses)}"
         done = subprocess.run(
             ["bash", "-c", script], cwd=folder, env=env, capture_output=True, text=True,
             timeout=900,
@@ -174,6 +227,8 @@ def test_every_command_block_runs_as_written(tmp_path):
         )
         ran.append((page, first))
     assert len(skipped) == len(SKIP)
+    # the cluster blocks reached the KFP stand-in: uploads, one run, one recurring run
+    assert len(api.pipelines) == 3 and len(api.runs) == 1 and len(api.recurring) == 1
     assert len(ran) >= 6, ran
     # the reader's own images were scored, not failed as missing
     predictions = pq.read_table(folder / "runs" / "scores" / "tiny-clip" / "predictions")

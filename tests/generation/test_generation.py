@@ -316,9 +316,10 @@ def test_random_weight_variants_read_configs_only(run_dir):
     """Throughput benchmarks build full-size architectures from their configs alone."""
     from autocomp.generation.detection import Detector
     from autocomp.generation.registry import get_generation_model
-    from autocomp.generation.render import Renderer
+    from autocomp.generation.render import DiffusersRenderer, Renderer
 
-    renderer = Renderer(get_generation_model("renderer", "tiny-sd3"), random_weights=True)
+    renderer = DiffusersRenderer(get_generation_model("renderer", "tiny-sd3"), random_weights=True)
+    assert isinstance(renderer, Renderer)
     images = renderer.render(["a red cup"], [1])
     assert images[0].size == (64, 64)
     detector = Detector(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autocomp.pipelines.cluster.images import DEFAULT_REGISTRY, IMAGE_KINDS, image_tag
+from autocomp.pipelines.cluster.images import IMAGE_KINDS, image_tag
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -59,24 +59,57 @@ def test_hadolint_is_not_vacuous(tmp_path):
 
 
 def test_make_images_dry_run_uses_the_components_tags_and_installs_nothing():
-    env = {**os.environ, "AUTOCOMP_IMAGE_LOCK": "/dev/null"}
+    registry = "registry.test/ml"
+    env = {**os.environ, "AUTOCOMP_IMAGE_LOCK": "/dev/null", "AUTOCOMP_IMAGE_REGISTRY": registry}
+    work = ROOT / "build" / "images"
+    before = sorted(work.rglob("*")) if work.exists() else None
     done = subprocess.run(["make", "-s", "images", "push", "DRY_RUN=1", "BUILDER=buildah"],
                           cwd=ROOT, capture_output=True, text=True, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "imagetool: building with buildah (BUILDER was given)" in done.stderr
     lines = done.stdout.splitlines()
+    pairs = []
     for kind in IMAGE_KINDS:
-        tag = f"{DEFAULT_REGISTRY}/autocomp-{kind}:{image_tag()}"
+        tag = f"{registry}/autocomp-{kind}:{image_tag()}"
         (build,) = [line for line in lines if f" -t {tag} ." in line]
         assert build.startswith("buildah --storage-driver vfs bud --isolation chroot")
         assert f"--build-arg EXTRAS={EXTRAS[kind]} " in build
         assert f"--build-arg CONSTRAINTS=images/constraints/{kind}.txt " in build
         assert "--secret=id=pip.conf," in build and "--secret=id=ca.pem," in build
-        assert f"buildah --storage-driver vfs push {tag}" in lines
+        pairs.append(f"{kind}={tag}")
+    assert any(line.endswith(f"images/imagetool.py push buildah {work} {' '.join(pairs)}")
+               for line in lines), lines  # fmt: skip
+    # the dry run writes nothing (no pip.conf, no CA bundle, no lock)
+    assert (sorted(work.rglob("*")) if work.exists() else None) == before
     # `make -n` lists every command make would run: no venv, no pip install
     planned = subprocess.run(["make", "-n", "images", "DRY_RUN=1", "BUILDER=buildah"],
                              cwd=ROOT, capture_output=True, text=True)  # fmt: skip
     assert planned.returncode == 0 and "pip install" not in planned.stdout
     assert " venv" not in planned.stdout
+
+
+def test_without_a_registry_images_warn_and_push_refuses_in_one_line():
+    env = {k: v for k, v in os.environ.items() if k != "AUTOCOMP_IMAGE_REGISTRY"}
+    env["AUTOCOMP_IMAGE_LOCK"] = "/dev/null"
+    done = subprocess.run(["make", "-s", "images", "DRY_RUN=1", "BUILDER=buildah", "IMAGES=core"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0 and "note: no AUTOCOMP_IMAGE_REGISTRY" in done.stderr
+    done = subprocess.run(["make", "-s", "push", "BUILDER=buildah", "IMAGES=core"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode != 0 and "make push: no AUTOCOMP_IMAGE_REGISTRY" in done.stderr
+
+
+def test_the_builder_is_said_and_a_missing_one_names_its_package(tmp_path):
+    tool = [sys.executable, str(ROOT / "images" / "imagetool.py"), "builder"]
+    bare = {**os.environ, "PATH": str(tmp_path)}  # neither docker nor buildah
+    done = subprocess.run(tool, capture_output=True, text=True, env=bare)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "imagetool: no image builder: no docker daemon answers and "
+        "buildah is not installed; install the Debian package buildah"
+    )
+    done = subprocess.run([*tool, "buildah"], capture_output=True, text=True, env=bare)
+    assert done.stderr.strip().endswith("not installed; install the Debian package buildah")
 
 
 def test_manifests_validate_against_the_kubernetes_schema():
@@ -104,3 +137,28 @@ def test_kustomizations_name_existing_files_and_the_secret_is_a_template():
     assert set(secret["stringData"].values()) == {""}
     base = yaml.safe_load((ROOT / "manifests/base/kustomization.yaml").read_text())
     assert "secret.template.yaml" not in base["resources"]
+
+
+def test_the_example_ci_workflows_run_the_script_ci_runs_here():
+    """examples/ci/: both workflows run .ci/release (which .ci/images runs against a real
+    registry) and examples/ci/checks.sh, and take the registry and KFP credentials from the
+    platform's secrets, never from the file."""
+    ci_images = (ROOT / ".ci" / "images").read_text()
+    assert "LOCAL_REGISTRY=1 PULL=1" in ci_images and ".ci/release" in ci_images
+    github = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yml").read_text())
+    gitlab = yaml.safe_load((ROOT / "examples" / "ci" / "gitlab-ci.yml").read_text())
+    steps = [s.get("run", "") for s in github["jobs"]["release"]["steps"]]
+    assert any(".ci/release" in run for run in steps)
+    assert any("examples/ci/checks.sh" in run for run in steps)
+    assert github[True]["push"]["tags"] == ["v*"]  # YAML 1.1 reads `on` as true
+    script = gitlab["release"]["script"]
+    assert any(".ci/release" in line for line in script)
+    assert any("examples/ci/checks.sh" in line for line in script)
+    assert gitlab["release"]["rules"] == [{"if": "$CI_COMMIT_TAG"}]
+    env = github["jobs"]["release"]["env"]
+    assert env["AUTOCOMP_IMAGE_REGISTRY"] == "${{ secrets.REGISTRY }}"
+    assert env["KFP_TOKEN"] == "${{ secrets.KFP_TOKEN }}"
+    for path in (ROOT / ".ci" / "release", ROOT / "examples" / "ci" / "checks.sh"):
+        assert os.access(path, os.X_OK), path
+    done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "release")], capture_output=True)
+    assert done.returncode == 0, done.stderr

@@ -12,7 +12,12 @@ backend/src/apiserver at 2.15.0 unless said):
   run is created (v2/compiler/argocompiler/container.go:285, protojson.Unmarshal): a field the
   release's proto lacks is refused (UNKNOWN_FIELDS, read in kubernetes_platform/proto);
 - recurring runs: max_concurrency 1-10, robfig/cron v1.2.0 `cron.Parse`, an interval of at
-  least 1 s (server/api_converter.go:1970-1983);
+  least 1 s (server/api_converter.go:1970-1983); created ENABLED or DISABLED by their `mode`;
+  listed with a `display_name` filter within a namespace or an experiment (job_server.go:181
+  listJobs, :362 ListRecurringRuns; the response's key is `recurringRuns`, the proto's own field
+  name, backend/api/v2beta1/recurring_run.proto), got, enabled (`:enable`), disabled
+  (`:disable`) and deleted by id (job_server.go:387, :398, :410), each authorized against the
+  recurring run's namespace; an unknown id is NOT_FOUND (404, code 5);
 - multi-user mode: an experiment needs a namespace (server/experiment_server.go:357), a run and
   a recurring run take their experiment's and refuse none (run_server.go:146, job_server.go:106);
   every request needs an identity: the gateway's `kubeflow-userid` header, which the stand-in
@@ -185,6 +190,10 @@ class KfpStandIn:
             return self._create_experiment(body, user)
         if route in ("/recurringruns", "/runs") and method == "POST":
             return self._create_run(route, body, user)
+        if route == "/recurringruns" and method == "GET":
+            return self._list_recurring(query, user)
+        if route.startswith("/recurringruns/"):
+            return self._recurring_run(method, route.split("/")[2], user)
         answered = self._run_routes(method, route, user)
         if answered is not None:
             return answered
@@ -264,7 +273,8 @@ class KfpStandIn:
         if refused:
             return refused
         if recurring:
-            run = {**body, "recurring_run_id": str(uuid.uuid4()), "status": "ENABLED",
+            status = "DISABLED" if body.get("mode") == "DISABLE" else "ENABLED"
+            run = {**body, "recurring_run_id": str(uuid.uuid4()), "status": status,
                    "namespace": namespace, "created_at": TIME}  # fmt: skip
             self.recurring.append(run)
         else:
@@ -272,6 +282,48 @@ class KfpStandIn:
                    "namespace": namespace, "created_at": TIME}  # fmt: skip
             self.runs.append(run)
         return 200, run
+
+    def _list_recurring(self, query: dict, user: str | None) -> tuple:
+        """ListRecurringRuns: within the experiment's namespace when one is given, else the
+        namespace asked for (authorized first); a `display_name` filter is exact."""
+        namespace = query.get("namespace", [""])[0]
+        experiment = query.get("experiment_id", [""])[0]
+        if experiment:
+            if experiment not in self.experiments:
+                return self.status(404, 5, f"Failed to list recurring runs: experiment "
+                                   f"{experiment} not found")  # fmt: skip
+            namespace = self.experiments[experiment]["namespace"]
+        refused = self.authorize(user, namespace)
+        if self.multi_user and not namespace:
+            refused = self.status(400, 3, "Invalid input error: namespace is required in "
+                                  "multi-user mode")  # fmt: skip
+        if refused:
+            return refused
+        name = _filter_value(query)
+        found = [r for r in self.recurring
+                 if (not self.multi_user or r["namespace"] == namespace)
+                 and (not experiment or r.get("experiment_id") == experiment)
+                 and (name is None or r["display_name"] == name)]  # fmt: skip
+        return 200, {"recurringRuns": found, "total_size": len(found)}
+
+    def _recurring_run(self, method: str, tail: str, user: str | None) -> tuple:
+        """Get, delete, `:enable` or `:disable` one recurring run by id."""
+        rid, _, verb = tail.partition(":")
+        run = next((r for r in self.recurring if r["recurring_run_id"] == rid), None)
+        allowed = {("GET", ""), ("DELETE", ""), ("POST", "enable"), ("POST", "disable")}
+        if (method, verb) not in allowed:
+            return self.status(404, 5, f"no route {method} /recurringruns/{tail}")
+        if run is None:
+            return self.status(404, 5, f"Failed to get a recurring run: ResourceNotFoundError: "
+                               f"Job {rid} not found")  # fmt: skip
+        refused = self.authorize(user, run["namespace"])
+        if refused:
+            return refused
+        if method == "DELETE":
+            self.recurring.remove(run)
+        elif verb:
+            run["status"] = "ENABLED" if verb == "enable" else "DISABLED"
+        return 200, run if method == "GET" else {}
 
     def _check_schedule(self, body: dict) -> tuple | None:
         concurrency = int(body.get("max_concurrency") or 0)
@@ -407,6 +459,9 @@ class KfpStandIn:
 
             def do_POST(self) -> None:  # noqa: N802
                 self._serve("POST")
+
+            def do_DELETE(self) -> None:  # noqa: N802
+                self._serve("DELETE")
 
         return Handler
 

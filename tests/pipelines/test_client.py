@@ -131,7 +131,7 @@ def test_the_version_comes_from_the_install_configmap_when_healthz_says_unknown(
         monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "config")))
         kube.add("kubeflow", "configmaps", "pipeline-install-config", data={"appVersion": "2.14.3"})
         assert main(_verb("submit", api, dist, *run)) == 2  # compiled for 2.15+
-        assert "the server is 2.14.3" in capsys.readouterr().err and len(api.runs) == 1
+        assert "runs KFP 2.14.3 (ConfigMap" in capsys.readouterr().err and len(api.runs) == 1
     finally:
         api.close()
         kube.close()

@@ -1,14 +1,15 @@
 import pytest
 
 from autocomp.errors import UsageError
-from autocomp.scoring.registry import BACKENDS, all_models, get_model
+from autocomp.scoring.backends import SHIPPED
+from autocomp.scoring.registry import all_models, get_model
 
 
 def test_registry_has_the_papers_models():
     models = all_models()
     assert len(models) >= 25
     backends = {m.backend for m in models.values()}
-    assert backends == set(BACKENDS)
+    assert backends == set(SHIPPED)
     paper = {m.paper_name for m in models.values() if m.paper_name}
     for name in ("ViT-B-P16", "ViT-H-P14-378 (OC)", "S-SO400M-P14-384", "S2-Giant-P16-256",
                  "Gemma 3-12B", "Qwen 2.5-72B", "InternVL 3-78B", "Qwen 3.5-122B", "NegCLIP"):  # fmt: skip

@@ -1,8 +1,9 @@
 """The paper's tables in its layout, cut from the long tables (never recomputed):
 
-- Tables 5 / 12 / 13: one table per condition; rows = models grouped contrastive / generative
-  (a generative model's per-token accuracy in the row under its summed score), the chance row on
-  top; columns = family x N, sub-columns Swap / Confusion; accuracy with its 95 % interval.
+- Tables 5 / 12 / 13: one table per condition; rows = models grouped by their backend's group
+  (contrastive, generative, then any other backend's; a generative model's per-token accuracy
+  in the row under its summed score), the chance row on top; columns = family x N,
+  sub-columns Swap / Confusion; accuracy with its 95 % interval.
 - Table 6: Contextual minus Minimal on the paired set, one table per N: per family the Minimal and
   Contextual accuracies and the deltas with their paired-bootstrap intervals.
 - Table 7: hard-negative-trained models under their base model, each family at its largest N.
@@ -28,9 +29,8 @@ import pyarrow as pa
 
 from autocomp.analysis.scope import Scope
 from autocomp.analysis.wide import Cell, Row, WideTable
+from autocomp.scoring.backends import OTHER_GROUP, group_of, group_rank
 
-BACKEND_GROUPS = {"open_clip": "contrastive", "transformers_vlm": "generative"}
-GROUP_ORDER = ("contrastive", "generative", "other")
 SET_LABELS = {
     "swap": "Swap",
     "confusion": "Conf.",
@@ -55,7 +55,7 @@ class Layout:
     bases: dict[str, str]
 
     def group(self, model: str) -> str:
-        return self.groups.get(model, "other")
+        return self.groups.get(model, OTHER_GROUP)
 
     def family_rank(self, family: str) -> tuple[int, str]:
         known = family in self.families
@@ -63,10 +63,9 @@ class Layout:
 
 
 def layout_of(models: dict[str, dict[str, Any]], kinds: dict[str, list[str]]) -> Layout:
-    """The layout of a run: `models` as load_run gives them (name -> registry entry)."""
-    groups = {
-        name: BACKEND_GROUPS.get(str(m.get("backend")), "other") for name, m in models.items()
-    }
+    """The layout of a run: `models` as load_run gives them (name -> registry entry); a model's
+    group is its backend's (autocomp.scoring.backends), "other" if this machine lacks it."""
+    groups = {name: group_of(m.get("backend")) for name, m in models.items()}
     families = [*kinds.get("attribute", []), *kinds.get("relation", [])]
     bases = {name: m["base_model"] for name, m in models.items() if m.get("base_model")}
     return Layout(groups, families, bases)
@@ -96,7 +95,7 @@ def _row_keys(rows: list[dict], layout: Layout) -> list[tuple[str, str]]:
     order = {t: i for i, t in enumerate(("score", "per_token", "choice"))}
     return sorted(
         keys,
-        key=lambda k: (GROUP_ORDER.index(layout.group(k[0])), k[0], order.get(k[1], 9), k[1]),
+        key=lambda k: (group_rank(layout.group(k[0])), k[0], order.get(k[1], 9), k[1]),
     )
 
 

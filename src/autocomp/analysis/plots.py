@@ -28,7 +28,6 @@ from autocomp.analysis import draw
 from autocomp.analysis.draw import Plot
 from autocomp.analysis.paper_tables import (
     CONDITION_LABELS,
-    GROUP_ORDER,
     MAIN_SCORE_TYPES,
     ROW_SUFFIX,
     SET_LABELS,
@@ -38,6 +37,7 @@ from autocomp.analysis.paper_tables import (
 from autocomp.analysis.scope import Scope
 from autocomp.analysis.survival import funnel_plot
 from autocomp.analysis.wide import percent
+from autocomp.scoring.backends import OTHER_GROUP, group_rank
 
 PANEL_H = 1.9  # inches
 
@@ -50,10 +50,10 @@ def series_label(r: dict[str, Any]) -> str:
 
 def series_styles(rows: list[dict[str, Any]], layout: Layout | None) -> dict[str, tuple[str, str]]:
     """series -> (colour, marker), in the tables' row order (contrastive, generative, other)."""
-    group = layout.group if layout else (lambda _: "other")
+    group = layout.group if layout else (lambda _: OTHER_GROUP)
     names = sorted(
         {(r["model"], r.get("score_type", "score"), series_label(r)) for r in rows},
-        key=lambda k: (GROUP_ORDER.index(group(k[0])), k[0], k[1] != "score", k[1]),
+        key=lambda k: (group_rank(group(k[0])), k[0], k[1] != "score", k[1]),
     )
     return draw.series_styles([label for _, _, label in names])
 

@@ -74,18 +74,59 @@ def _upload(args: argparse.Namespace) -> None:
 def _schedule(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.client import schedule_package
 
-    run_id = schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
-                              args.experiment, args.max_concurrency, args.catchup,
-                              _note(args), **_where(args))  # fmt: skip
-    print(f"recurring run {run_id}: {args.pipeline} on '{args.cron}'")
+    if args.action:
+        return _manage_schedules(args)
+    for flag, value in (("pipeline", args.pipeline), ("name", args.name), ("cron", args.cron)):
+        if not value:
+            raise UsageError(
+                flag, None, f"`autocomp schedule` needs --{flag} to create a recurring run "
+                "(or an action: list, pause, resume, delete)",
+            )  # fmt: skip
+
+    def done(run_id: str, action: str) -> None:
+        said = {"exists": "exists as asked, unchanged", "created": "created"}
+        print(f"recurring run {run_id} ({args.name}): {args.pipeline} on '{args.cron}', "
+              f"{said.get(action, action)}")  # fmt: skip
+
+    schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
+                     args.experiment, args.max_concurrency, args.catchup,
+                     _note(args), done, **_where(args))  # fmt: skip
+
+
+def _manage_schedules(args: argparse.Namespace) -> None:
+    """`autocomp schedule list|pause|resume|delete`: recurring runs by name (cluster.recurring)."""
+    from autocomp.pipelines.cluster import recurring
+    from autocomp.pipelines.cluster.client import api_errors, connect, endpoint_from
+
+    endpoint = endpoint_from(**_where(args))
+    if args.action != "list" and not args.name:
+        raise UsageError("name", None, f"`autocomp schedule {args.action}` needs --name "
+                         "(`autocomp schedule list` shows them)")  # fmt: skip
+    client = connect(endpoint)
+    with api_errors(endpoint.host):
+        if args.action == "list":
+            found = recurring.listed(client, args.name, endpoint.namespace)
+            rows = [[r.name, r.id, r.status, r.schedule, str(r.params.get("name", "-"))]
+                    for r in found]  # fmt: skip
+            print(format_table(["name", "id", "status", "schedule", "publishes as"], rows))
+            return
+        changed = recurring.manage(client, args.action, args.name, endpoint.namespace)
+    for run in changed:
+        print(f"recurring run {run.id} ({run.name}): {recurring.ACTIONS[args.action][1]}")
 
 
 def _submit(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.client import submit_package
 
+    said: dict[str, str] = {}
     run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
-                            _note(args), **_where(args))  # fmt: skip
+                            _note(args), said=said, **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
+    print(f"  ui:        {said['ui']}")
+    if said.get("publishes"):
+        print(
+            f"  publishes: {said['publishes']} (evaluate_models: --param name={said['publishes']})"
+        )
 
 
 def _resume(args: argparse.Namespace) -> None:
@@ -343,13 +384,24 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_resume, verb="resume")
 
     for verb, helptext in (
-        ("schedule", "create a recurring run of an uploaded pipeline"),
+        (
+            "schedule",
+            "create a recurring run of an uploaded pipeline (one per name); "
+            "`schedule list|pause|resume|delete` manage them",
+        ),
         ("submit", "start one run of an uploaded pipeline"),
     ):
         p = verbs.add_parser(verb, help=helptext)
         client_args(p)
-        p.add_argument("--pipeline", choices=PIPELINES, required=True)
-        p.add_argument("--name", required=True, help="run name")
+        if verb == "schedule":
+            p.add_argument(
+                "action",
+                nargs="?",
+                choices=("list", "pause", "resume", "delete"),
+                help="manage recurring runs by --name instead of creating one",
+            )
+        p.add_argument("--pipeline", choices=PIPELINES, required=verb == "submit")
+        p.add_argument("--name", required=verb == "submit", help="run name")
         p.add_argument(
             "--param",
             action="append",
@@ -362,7 +414,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         if verb == "schedule":
             p.add_argument(
                 "--cron",
-                required=True,
+                default=None,
                 help="KFP's cron: 6 fields (second first), "
                 "e.g. '0 0 3 * * 1' = Mondays 03:00, or @weekly, @every 168h",
             )

@@ -30,8 +30,32 @@ def _report(args: argparse.Namespace) -> None:
         print(f"  computed on: {line}")
 
 
+def _leaderboard(args: argparse.Namespace) -> None:
+    from autocomp.analysis.leaderboard_page import write_leaderboard
+
+    done = write_leaderboard(args.store, args.out, args.force)
+    runs = ", ".join(f"{n} {status}" for status, n in sorted(done["runs"].items())) or "no run"
+    print(f"leaderboard: {done['html']} ({done['models']} model rows; runs: {runs})")
+    if done["runs"].get("damaged"):
+        print("  damaged runs are listed on the page and left out of every number")
+
+
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
-    """Register the report verb."""
+    """Register the report and leaderboard verbs."""
+    lb = verbs.add_parser(
+        "leaderboard",
+        help="every score run in one or more stores: accuracy with intervals, rank intervals, "
+        "mean win rate, provenance (HTML, CSV, JSON)",
+    )
+    lb.add_argument(
+        "--store",
+        action="append",
+        required=True,
+        help="a store (folder or s3:// URI) holding results/<benchmark>/<model> (repeatable)",
+    )
+    lb.add_argument("--out", default="leaderboard", help="output folder (default: leaderboard)")
+    lb.add_argument("--force", action="store_true", help="replace an existing output folder")
+    lb.set_defaults(run=_leaderboard)
     p = verbs.add_parser("report", help="HTML report, CSV, Parquet and LaTeX tables of a run")
     p.add_argument(
         "--run", dest="run_dir", default=None, help="run folder: benchmark/ and results/<model>/"

@@ -22,7 +22,7 @@ def _models(args: argparse.Namespace) -> None:
             m.name,
             m.backend,
             m.score,
-            m.weights if m.backend != "open_clip" else f"{m.architecture} / {m.weights}",
+            m.kind.weights_text(m),
             str(m.gpus),
             f"{m.gpu_memory_gb:g}",
             "yes" if m.trust_remote_code else "no",
@@ -44,6 +44,9 @@ def _score(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         limit=args.limit,
         **_choice(args),
+        target_width=args.target_width,
+        adaptive_seed=args.adaptive_seed,
+        adaptive_round=args.adaptive_round,
     )
     summary = score(args.model, args.benchmark, args.out, config, store=args.store,
                     progress=row_progress)  # fmt: skip
@@ -157,6 +160,29 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--limit", type=int, default=None, help="score only the first N items (in table order)"
+    )
+    p.add_argument(
+        "--target-width",
+        type=float,
+        default=None,
+        metavar="PP",
+        help="adaptive: score each family x N x condition cell in a seeded random order until "
+        "every accuracy's anytime-valid 95%% interval is narrower than PP percentage points "
+        "(<out>/<model>/adaptive.parquet says per cell what was scored and saved)",
+    )
+    p.add_argument(
+        "--adaptive-seed",
+        type=int,
+        default=defaults.adaptive_seed,
+        help=f"--target-width: seed of the scoring order (default {defaults.adaptive_seed}); "
+        "extend a run with the same seed",
+    )
+    p.add_argument(
+        "--adaptive-round",
+        type=int,
+        default=defaults.adaptive_round,
+        help=f"--target-width: items of each open cell between two checks "
+        f"(default {defaults.adaptive_round})",
     )
     p.add_argument(
         "--batch-size",

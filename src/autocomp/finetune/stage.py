@@ -41,7 +41,7 @@ def check_inputs(
 
     if model is not None and not Path(model).is_dir():
         entry = get_model(str(model))
-        if entry.backend != "open_clip":
+        if not entry.kind.finetune:
             raise UsageError("model", str(model), "fine-tuning takes open_clip models only")
     if benchmark is not None:
         as_benchmark(benchmark)
@@ -185,7 +185,7 @@ def plan_runs(models: list[str], negatives: list[str], seeds: list[int]) -> list
     from autocomp.scoring.registry import get_model
 
     for model in models:
-        if get_model(model).backend != "open_clip":
+        if not get_model(model).kind.finetune:
             raise UsageError("models", model, "fine-tuning supports open_clip models only")
     for kind in negatives:
         negative_kind(kind)

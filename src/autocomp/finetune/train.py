@@ -72,7 +72,7 @@ def load_base(entry: ModelEntry, device: str) -> tuple[Any, Any, Any, dict]:
     from autocomp.scoring.contrastive import preprocess_options, resolve_weights
     from autocomp.tiny.scoring import register_open_clip_configs
 
-    if entry.backend != "open_clip":
+    if not entry.kind.finetune:
         raise UsageError("model", entry.name, "fine-tuning supports open_clip models only")
     register_open_clip_configs()
     quick_gelu = bool((entry.preprocess or {}).get("quick_gelu"))

@@ -28,7 +28,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -114,8 +114,19 @@ def random_pipeline(source: str, pipeline_class: str, dtype: Any) -> Any:
     return cls(**parts).to(dtype=dtype)
 
 
-class Renderer:
-    """A diffusers pipeline loaded by model id (bf16 on GPU), rendering seeded batches."""
+@runtime_checkable
+class Renderer(Protocol):
+    """What the render stage asks of a text-to-image backend (beside autocomp.scoring.Scorer):
+    one image per prompt, each from its own seed, so an image does not depend on its batch."""
+
+    def render(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
+        """One PIL image per prompt, in order, the i-th drawn from `seeds[i]`."""
+        ...
+
+
+class DiffusersRenderer:
+    """A Renderer: a diffusers pipeline loaded by model id (bf16 on GPU), rendering seeded
+    batches."""
 
     def __init__(
         self,
@@ -152,7 +163,8 @@ class Renderer:
 
 
 def load_renderer(name: str, device: str | None = None, **overrides: Any) -> Renderer:
-    return Renderer(get_generation_model("renderer", name), device=device, **overrides)
+    """The registered renderer `name` (generation/models.yaml), loaded with diffusers."""
+    return DiffusersRenderer(get_generation_model("renderer", name), device=device, **overrides)
 
 
 def encode_png(image: Any, info: dict[str, Any]) -> bytes:

@@ -244,7 +244,7 @@ def check_config(config: ValidateConfig) -> tuple[GenerationModel, GenerationMod
         judge = get_model(config.vqa)
     except UsageError as exc:
         raise UsageError("vqa", config.vqa, exc.fix) from None
-    if judge.backend != "transformers_vlm":
+    if not judge.kind.prompts:  # the judge asks each question as the request's prompt
         raise UsageError("vqa", config.vqa, "must be a generative VLM (see `autocomp models`)")
     check_shard_args(None, config.num_shards)
     return det, seg, judge

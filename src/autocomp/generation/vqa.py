@@ -25,7 +25,7 @@ class VqaJudge:
         from autocomp.scoring.registry import get_model
 
         self.entry = get_model(name)
-        if self.entry.backend != "transformers_vlm":
+        if not self.entry.kind.prompts:  # each question is its requests' prompt
             from autocomp.errors import UsageError
 
             raise UsageError("vqa", name, "must be a generative VLM (backend transformers_vlm)")

@@ -68,7 +68,7 @@ def _check_models(pipeline: str, models: list[Any]) -> None:
         raise UsageError("models", models, "`all` stands alone: models=[all]")
     for name in models:
         entry = get_model(name)
-        if pipeline == "finetune_models" and entry.backend != "open_clip":
+        if pipeline == "finetune_models" and not entry.kind.finetune:
             raise UsageError("models", name, "fine-tuning takes open_clip models only")
 
 

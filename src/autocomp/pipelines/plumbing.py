@@ -204,6 +204,10 @@ LOCAL_ONLY: dict[str, str] = {  # `stage.field` (or `profile.field`): why no par
     "negatives.force": "a step writes a new output artifact; nothing to replace",
     "score.images": "a published benchmark embeds its images",
     "score.device": "a pod uses the GPUs it is given",
+    "score.target_width": "adaptive scoring runs into run folders (`autocomp score`); the "
+    "pipelines' score steps commit every part to the store and score every item",
+    "score.adaptive_seed": "adaptive scoring only (see score.target_width)",
+    "score.adaptive_round": "adaptive scoring only (see score.target_width)",
     "profile.name": "the parameters carry the profile's values, not its name",
     "profile.offline": "a local-run setting (HF_HUB_OFFLINE); a cluster fills its model cache",
 }

@@ -1,5 +1,5 @@
-"""Scoring: one batched interface over model backends (see autocomp.scoring.registry.BACKENDS),
-and `score`, the one entry that scores models on a benchmark (autocomp.scoring.stage).
+"""Scoring: one batched interface over model backends (autocomp.scoring.backends: what each is
+and can do), and `score`, the one entry that scores models on a benchmark (scoring/stage.py).
 
 A scorer takes a list of requests (an image key, or None for a blind request, and a caption) and
 the images they name, and returns one score per request, in order. Higher means the model finds
@@ -67,12 +67,13 @@ def load_scorer(
     """The scorer of a model (a registered name, or an entry such as an ad-hoc one from
     autocomp.scoring.specs), weights loaded through the backend's own loader; `batch_size`:
     candidate texts per forward pass (None: the backend's default)."""
-    from autocomp.scoring.registry import BATCH_OPTION, ModelEntry, backend_class, get_model
+    from autocomp.scoring.registry import ModelEntry, get_model
 
     entry = model if isinstance(model, ModelEntry) else get_model(model)
+    backend = entry.kind
     if batch_size is not None:
-        options[BATCH_OPTION[entry.backend]] = batch_size
-    return backend_class(entry)(entry, device=device, **options)
+        options[backend.batch_option] = batch_size
+    return backend.scorer_class()(entry, device=device, **options)
 
 
 class LoadFailed(UsageError):

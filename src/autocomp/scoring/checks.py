@@ -46,11 +46,17 @@ def check_images(config: ScoreConfig) -> None:
 
 
 def check_mode(entry: ModelEntry, config: ScoreConfig) -> None:
-    """The model can run in the requested mode (blind: generative models only)."""
-    if config.blind and entry.backend != "transformers_vlm":
+    """The model's backend can run in the requested mode (blind: one that scores captions
+    without an image; with images: one that scores them with one)."""
+    if config.blind and not entry.kind.blind:
         raise UsageError(
             "blind", entry.name, "scores captions without images with generative models only"
         )
+    if not config.blind and not entry.kind.images:
+        raise UsageError(
+            "blind", entry.name, f"its backend {entry.backend} scores captions without images "
+            "only; pass --blind likelihood or --blind choice",
+        )  # fmt: skip
 
 
 def check_out(out: Path) -> None:

@@ -1,7 +1,8 @@
 """The model registry: which models autocomp scores, with what backend, weights and resources.
 
-Data in `autocomp/models/registry.yaml` (see its header); this module loads and validates it.
-The list of backends is one dict: backend name -> the module and class that implements it.
+Data in `autocomp/scoring/registry.yaml` (see its header) plus the files named by
+$AUTOCOMP_MODEL_REGISTRY, which add models to it; this module loads and validates them. What a
+backend is and which keys its entries take: autocomp.scoring.backends.
 """
 
 from __future__ import annotations
@@ -16,37 +17,14 @@ import yaml
 
 from autocomp.datafiles import check_keys, check_type
 from autocomp.errors import UsageError
+from autocomp.scoring import backends
 from autocomp.store.catalog.ids import check_component
 
 REGISTRY_FILE = Path(__file__).parent / "registry.yaml"
-REGISTRY_ENV = "AUTOCOMP_MODEL_REGISTRY"  # a site's own registry file replaces the shipped one
-
-BACKENDS: dict[str, str] = {
-    "open_clip": "autocomp.scoring.contrastive:OpenClipScorer",
-    "transformers_vlm": "autocomp.scoring.generative:VlmScorer",
-}
-# the backend keyword that sets how many candidate texts run per forward pass (--batch-size)
-BATCH_OPTION = {"open_clip": "text_batch", "transformers_vlm": "chunk_size"}
-SCORES = {"open_clip": ("cosine", "sigmoid"), "transformers_vlm": ("loglik",)}
-_COMMON = {
-    "name",
-    "title",
-    "backend",
-    "score",
-    "weights",
-    "dtype",
-    "gpus",
-    "gpu_memory_gb",
-    "trust_remote_code",
-}
-_REQUIRED = {
-    "open_clip": _COMMON | {"architecture", "preprocess"},
-    "transformers_vlm": _COMMON | {"model_class"},
-}
-_OPTIONAL = {
-    "paper_name", "hf_hub", "notes", "allow_remote_code", "prompt", "tiny_config", "base_model",
-    "revision", "params_b",
-}  # fmt: skip
+# files of a site's own models, separated like PATH: each ADDS to the shipped registry; a name
+# registered twice is refused (an entry repeated unchanged, as a fine-tune's registry.yaml
+# repeats its base model, is the same entry and is taken once)
+REGISTRY_ENV = "AUTOCOMP_MODEL_REGISTRY"
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
@@ -87,6 +65,18 @@ class ModelEntry:
     def is_tiny(self) -> bool:
         return self.weights == "tiny"
 
+    @property
+    def kind(self) -> backends.ScoringBackend:
+        """What its backend is and can do (autocomp.scoring.backends)."""
+        return backends.get(self.backend, f"model {self.name}")
+
+    def value(self, key: str) -> Any:
+        """The value of a registry key (a field, or a key only its backend knows), None if
+        unset."""
+        if key in ModelEntry.__dataclass_fields__ and key != "raw":
+            return getattr(self, key)
+        return self.raw.get(key)
+
     def record(self) -> dict[str, Any]:
         """How the model is recorded in output metadata."""
         return dict(self.raw)
@@ -123,12 +113,10 @@ def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
     where = f"model registry {path}: models[{i}]"
     if not isinstance(item, dict):
         raise UsageError(where, item, "must be a mapping (key: value)")
-    backend = item.get("backend")
-    if backend not in BACKENDS:
-        raise UsageError(where, backend, f"backend must be one of {', '.join(BACKENDS)}")
-    check_keys(where, item, _REQUIRED[backend], _OPTIONAL)
-    if item["score"] not in SCORES[backend]:
-        raise UsageError(where, item["score"], f"score must be one of {', '.join(SCORES[backend])}")
+    backend = backends.get(item.get("backend"), where)
+    check_keys(where, item, set(backend.required), set(backend.allowed))
+    if item["score"] not in backend.scores:
+        raise UsageError(where, item["score"], f"score must be one of {', '.join(backend.scores)}")
     for key, kind in _TYPES.items():
         if key in item:
             check_type(where, key, item[key], kind)
@@ -138,11 +126,31 @@ def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
 
 
 def all_models(path: str | Path | None = None) -> dict[str, ModelEntry]:
-    """Every registered model, by name, in registry order ($AUTOCOMP_MODEL_REGISTRY or the
-    shipped registry unless a path is given)."""
+    """Every registered model, by name, in registry order: the shipped registry, then each file
+    of $AUTOCOMP_MODEL_REGISTRY (separated like PATH), which adds its models; or, with `path`,
+    that file's models alone."""
     import os
 
-    return _load(str(path or os.environ.get(REGISTRY_ENV) or REGISTRY_FILE))
+    if path:
+        return _load(str(path))
+    models = dict(_load(str(REGISTRY_FILE)))
+    origin = dict.fromkeys(models, str(REGISTRY_FILE))
+    for extra in filter(None, os.environ.get(REGISTRY_ENV, "").split(os.pathsep)):
+        for name, entry in _load(extra).items():
+            _check_clash(models.get(name), entry, origin.get(name), extra)
+            models[name], origin[name] = entry, origin.get(name, extra)
+    return models
+
+
+def _check_clash(known: ModelEntry | None, entry: ModelEntry, where: str | None, path: str) -> None:
+    """A model registered twice is refused (the same entry repeated is taken once)."""
+    if known is not None and known.raw != entry.raw:
+        raise UsageError(
+            f"model registry {path}",
+            entry.name,
+            f"is already registered (in {where}); give the model another name: "
+            f"{REGISTRY_ENV} adds models and never replaces one",
+        )
 
 
 def get_model(name: str, path: str | Path | None = None) -> ModelEntry:
@@ -165,7 +173,4 @@ def get_model(name: str, path: str | Path | None = None) -> ModelEntry:
 
 def backend_class(entry: ModelEntry) -> type:
     """Import the scorer class of an entry's backend (heavy imports happen only here)."""
-    import importlib
-
-    module, cls = BACKENDS[entry.backend].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return entry.kind.scorer_class()

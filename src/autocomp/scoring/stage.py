@@ -23,7 +23,9 @@ import pyarrow as pa
 
 from autocomp.config import ScoreConfig
 from autocomp.devices import check_device
+from autocomp.errors import UsageError
 from autocomp.scoring import LoadFailed, Scorer, load_or_fail, load_scorer
+from autocomp.scoring.adaptive import check_adaptive, score_adaptive
 from autocomp.scoring.checks import (
     check_benchmark,
     check_config,
@@ -33,7 +35,7 @@ from autocomp.scoring.checks import (
 )
 from autocomp.scoring.modes import run_record, score_parts
 from autocomp.scoring.registry import ModelEntry
-from autocomp.scoring.runstore import Results, open_results
+from autocomp.scoring.runstore import Results, StoredRun, open_results
 from autocomp.scoring.specs import parse_specs, resolve_spec
 from autocomp.store.atomic import sweep_stale
 from autocomp.store.catalog.benchmarks import (
@@ -74,8 +76,13 @@ def score(
     store as it is written and leaves <out> (scoring.runstore: <out>/<model>/ then holds
     run.json and the summary), and a run that starts where a killed or preempted one stopped
     scores only what the committed parts lack: the published run is the one an uninterrupted
-    run publishes. A call that fails before its first result leaves no output folder behind."""
+    run publishes. A call that fails before its first result leaves no output folder behind.
+    `config.target_width`: adaptive scoring (scoring/adaptive.py), into run folders only."""
     check_config(config)
+    check_adaptive(config)
+    if config.target_width is not None and results:
+        raise UsageError("target_width", config.target_width, "is not available when each part "
+                         "is committed to a store (results); score into a run folder")  # fmt: skip
     specs = parse_specs(models)  # every value's syntax and registered names: fast
     out = Path(out)
     local = None if store or isinstance(benchmark, Benchmark) else benchmark
@@ -114,7 +121,7 @@ def score(
             stored = published.stored.get(entry.name) if published else None
             try:
                 with progress(label, total) if progress else nullcontext() as advance:
-                    score_parts(entry, source, run, record, config, loader, advance, stored)
+                    _score_run(entry, source, run, record, config, loader, advance, stored)
             except LoadFailed as exc:  # the other models are scored; the summary says so
                 failed[entry.name] = exc.fix
                 continue
@@ -143,6 +150,7 @@ def score_stage(
     `load_scorer(entry, config.device, config.batch_size)`, loaded at the first item to score;
     `loader` builds another (tests, benchmarks). `progress(items)` after each written part."""
     check_config(config)
+    check_adaptive(config)
     check_device(config.device)
     check_mode(entry, config)
     source = benchmark if isinstance(benchmark, Benchmark) else open_benchmark(benchmark)
@@ -151,4 +159,20 @@ def score_stage(
     run, record = ScoreRun(out, "out"), run_record(entry, source, config)
     run.check(record, source.rows)
     loader = loader or functools.partial(load_scorer, entry, config.device, config.batch_size)
-    return score_parts(entry, source, run, record, config, loader, progress)
+    return _score_run(entry, source, run, record, config, loader, progress)
+
+
+def _score_run(
+    entry: ModelEntry,
+    source: Benchmark,
+    run: ScoreRun,
+    record: dict,
+    config: ScoreConfig,
+    loader: Callable[[], Scorer],
+    progress: Callable[[int], None] | None,
+    stored: StoredRun | None = None,
+) -> pa.Table:
+    """Every item (score_parts), or each cell until its interval is narrow (score_adaptive)."""
+    if config.target_width is None:
+        return score_parts(entry, source, run, record, config, loader, progress, stored)
+    return score_adaptive(entry, source, run, record, config, loader, progress)

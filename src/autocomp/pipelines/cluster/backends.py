@@ -525,6 +525,11 @@ def check_server(spec: dict[str, Any], version: Version) -> tuple[list[str], lis
     return refusals, degraded
 
 
+def compiled_range(recorded: tuple[Version, Version | None]) -> str:
+    """A package's recorded range (stamped_range) as a user reads it."""
+    return _range(*recorded)
+
+
 def _range(first: Version, until: Version | None) -> str:
     return (
         f"{shown(first)} and later" if until is None else f"{shown(first)} to below {shown(until)}"

@@ -284,17 +284,40 @@ def _server_version(client: Any) -> tuple[backends.Version | None, str]:
     return None, f"healthz tag_name {tag!r}, ConfigMap {kube.INSTALL_CONFIG[0]}: {why}"
 
 
-def check_backend(client: Any, docs: list[dict[str, Any]]) -> list[str]:
-    """Refuse (UsageError) a package this backend cannot run; return what it runs degraded."""
+def check_backend(
+    client: Any, docs: list[dict[str, Any]], package: Path | None = None
+) -> list[str]:
+    """Refuse (UsageError) a package this backend cannot run; return what it runs degraded.
+    A package compiled for other releases is named with both sides and the compile command
+    that fits the server (`package`: its file, so the command writes the same folder)."""
     version, source = server_version(client)
     if version is None:
         raise UsageError("kfp_version", None, f"the server's KFP version is unknown ({source}); "
                          "give it (`kubectl -n kubeflow get configmap pipeline-install-config "
                          "-o jsonpath={.data.appVersion}`)")  # fmt: skip
     refusals, degraded = backends.check_server(docs[0], version)
+    recorded = backends.stamped_range(docs[0])
+    other = recorded is not None and not recorded_covers(recorded, version)
+    if refusals and recorded and other and package is not None and not backends.refusal(version):
+        fits = next((t for t in backends.TARGETS if t.covers(version)), None)
+        fix = (f"autocomp compile --out {package.parent} --backend {backends.shown(version)}"
+               if fits else "no autocomp target runs on it")  # fmt: skip
+        raise UsageError(
+            "dist",
+            str(package),
+            f"compiled for KFP {backends.compiled_range(recorded)}, but the server at "
+            f"{client.autocomp_endpoint.host} runs KFP {backends.shown(version)} ({source}); "
+            f"recompile for it: {fix}",
+        )
     if refusals:
-        raise UsageError("kfp_version", backends.shown(version), refusals[0])
+        raise UsageError(f"KFP server ({source})", backends.shown(version), refusals[0])
     return degraded
+
+
+def recorded_covers(recorded: tuple[Any, Any], version: Any) -> bool:
+    """Whether a package's recorded backend range (backends.stamped_range) holds `version`."""
+    first, until = recorded
+    return bool(version >= first and (until is None or version < until))
 
 
 # ----------------------------------------------------------------------------- runs
@@ -376,7 +399,7 @@ def _prepare(client: Any, pipeline: str, package: Path, params: dict[str, Any]) 
     docs = load_documents(pipeline, package)
     check_params(pipeline, params, docs[0])
     check_placement(pipeline, params, docs)
-    degraded = check_backend(client, docs)
+    degraded = check_backend(client, docs, package)
     pipeline_id, version_id = pinned_version(client, pipeline, package)
     return pipeline_id, version_id, degraded
 
@@ -392,32 +415,46 @@ def schedule(
     max_concurrency: int = 1,
     catchup: bool = False,
     namespace: str | None = None,
+    done: Callable[[str, str], None] | None = None,
 ) -> str:
     """A KFP recurring run of the uploaded version of `package`; returns its id. Everything is
     checked before any request (check_schedule, _prepare). No catch-up by default: a paused or
     late schedule starts one run, not one per missed interval. A recurring generate run draws
-    anew each time (with_draw), unless `draw` is given."""
+    anew each time (with_draw), unless `draw` is given. One per name (recurring.upsert): the
+    same schedule again changes nothing, a changed one replaces it; `done(id, what was done)`."""
     check_schedule(cron, max_concurrency, params)
     params = with_draw(pipeline, params)
     pipeline_id, version_id, _ = _prepare(client, pipeline, package, params)
     namespace = namespace or client.autocomp_endpoint.namespace
     from kfp_server_api.exceptions import ApiException
 
-    try:
-        made = client.create_recurring_run(
-            experiment_id=_experiment(client, experiment, namespace),
-            job_name=job_name,
-            cron_expression=cron,
-            max_concurrency=max_concurrency,
-            no_catchup=not catchup,
-            params=params,
-            pipeline_id=pipeline_id,
-            version_id=version_id,
-            enabled=True,
-        )
-    except ApiException as exc:
-        raise UsageError("params", params, f"the KFP API refused it ({api_message(exc)})") from None
-    return made.recurring_run_id
+    from autocomp.pipelines.cluster import recurring
+
+    def create() -> str:
+        try:
+            made = client.create_recurring_run(
+                experiment_id=_experiment(client, experiment, namespace),
+                job_name=job_name,
+                cron_expression=cron,
+                max_concurrency=max_concurrency,
+                no_catchup=not catchup,
+                params=params,
+                pipeline_id=pipeline_id,
+                version_id=version_id,
+                enabled=True,
+            )
+        except ApiException as exc:
+            raise UsageError(
+                "params", params, f"the KFP API refused it ({api_message(exc)})"
+            ) from None
+        return str(made.recurring_run_id)
+
+    wanted = recurring.Recurring("", job_name, "ENABLED", cron, pipeline_id, version_id, params,
+                                 str(max_concurrency), not catchup)  # fmt: skip
+    run_id, action = recurring.upsert(client, wanted, namespace, create)
+    if done is not None:
+        done(run_id, action)
+    return run_id
 
 
 def submit(
@@ -521,11 +558,14 @@ def checked_params(
 
 
 def _connected(
-    docs: list[dict[str, Any]], note: Callable[[str], None] | None, where: dict[str, Any]
+    docs: list[dict[str, Any]],
+    note: Callable[[str], None] | None,
+    where: dict[str, Any],
+    package: Path | None = None,
 ) -> Any:
     """The client, once the server's version accepts the package (its degradations noted)."""
     client = connect(endpoint_from(**where))
-    for said in check_backend(client, docs):
+    for said in check_backend(client, docs, package):
         if note is not None:
             note(said)
     return client
@@ -538,15 +578,32 @@ def submit_package(
     items: list[str],
     experiment: str = "autocomp",
     note: Callable[[str], None] | None = None,
+    said: dict[str, str] | None = None,
     **where: Any,
 ) -> str:
     """`autocomp submit`: one run of the uploaded `dist` package with the `name=value` items,
     everything checked before the endpoint (`where`: endpoint_from's arguments) is reached;
-    `note` hears what the server's backend runs degraded. Returns the run id."""
+    `note` hears what the server's backend runs degraded. Returns the run id; `said` gets the
+    run's page in the KFP UI (`ui`) and the name its benchmark is published under
+    (`publishes`, generate_benchmark only)."""
+    from autocomp.pipelines.cluster.packages import published_as
+
     package, params, docs = checked_params(pipeline, dist, job_name, items)
-    client = _connected(docs, note, where)
+    client = _connected(docs, note, where, package)
     with api_errors(client.autocomp_endpoint.host):
-        return submit(client, pipeline, package, job_name, params, experiment)
+        run_id = submit(client, pipeline, package, job_name, params, experiment)
+    if said is not None:
+        said["ui"] = run_link(client.autocomp_endpoint.host, run_id)
+        said["publishes"] = published_as(pipeline, params, docs[0], run_id)
+    return run_id
+
+
+def run_link(host: str, run_id: str) -> str:
+    """A run's page in the KFP UI: kfp.Client's own link (kfp/client/client.py:741 in kfp
+    2.17: `<UI prefix>/#/runs/details/<id>`, the prefix being $KF_PIPELINES_UI_ENDPOINT or the
+    host; Kubeflow serves the UI and the API under the same /pipeline prefix)."""
+    prefix = os.environ.get("KF_PIPELINES_UI_ENDPOINT") or host
+    return f"{prefix.rstrip('/')}/#/runs/details/{run_id}"
 
 
 def schedule_package(
@@ -559,6 +616,7 @@ def schedule_package(
     max_concurrency: int = 1,
     catchup: bool = False,
     note: Callable[[str], None] | None = None,
+    done: Callable[[str, str], None] | None = None,
     **where: Any,
 ) -> str:
     """`autocomp schedule`: a recurring run of the uploaded `dist` package (a new draw each
@@ -567,7 +625,7 @@ def schedule_package(
     check_schedule(cron, max_concurrency, {})
     package, params, docs = checked_params(pipeline, dist, job_name, items, recurring=True)
     check_schedule(cron, max_concurrency, params)
-    client = _connected(docs, note, where)
+    client = _connected(docs, note, where, package)
     with api_errors(client.autocomp_endpoint.host):
         return schedule(client, pipeline, package, job_name, cron, params, experiment,
-                        max_concurrency, catchup=catchup)  # fmt: skip
+                        max_concurrency, catchup=catchup, done=done)  # fmt: skip

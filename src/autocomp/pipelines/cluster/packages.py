@@ -265,3 +265,16 @@ def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) ->
     full = checks.check(pipeline, {**defaults, **params})
     check_cluster_store(full["store"])
     return params
+
+
+def published_as(pipeline: str, params: dict[str, Any], spec: dict[str, Any], run_id: str) -> str:
+    """The store name a run of `pipeline` publishes its benchmark under ("" for a pipeline that
+    publishes none): the package's `name` and `unique_name` under the given ones, by the rule
+    the publish step applies (plan.published_name)."""
+    from autocomp.pipelines.cluster.plan import published_name
+
+    definitions = input_definitions(spec)
+    if pipeline != "generate_benchmark" or "unique_name" not in definitions:
+        return ""
+    full = {**{k: _default(d) for k, d in definitions.items() if "defaultValue" in d}, **params}
+    return published_name(str(full["name"]), run_id, bool(full["unique_name"]))

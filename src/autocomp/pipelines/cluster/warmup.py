@@ -62,16 +62,12 @@ def wanted() -> list[Wanted]:
                 f"{MODEL_CACHE_ENV['AUTOCOMP_WEIGHTS_DIR']}/{entry.weights.removeprefix('file:')}"
             )
             found[name] = Wanted(name, None, by_hand=where)
-        elif entry.backend == "open_clip":
+        elif entry.kind.hub_ids:  # the fields its backend names a hub repository in
+            repo = entry.kind.hub_repo(entry)
+            missing = f"no {entry.kind.hub_ids[0]} in the registry for {entry.architecture}"
             found[name] = (
-                Wanted(name, entry.hf_hub, entry.revision)
-                if entry.hf_hub
-                else Wanted(
-                    name, None, by_hand=f"no hf_hub in the registry for {entry.architecture}"
-                )
+                Wanted(name, repo, entry.revision) if repo else Wanted(name, None, by_hand=missing)
             )
-        else:
-            found[name] = Wanted(name, entry.weights, entry.revision)
     paper = PROFILES["paper"]
     for role, name in paper.roles().items():
         if role == "vqa":

@@ -80,17 +80,17 @@ def score(
     from autocomp.pipelines.plumbing import values
     from autocomp.process import ending
     from autocomp.scoring import score as score_models
-    from autocomp.scoring.registry import REGISTRY_ENV
+    from autocomp.scoring.registry import get_model
     from autocomp.store.catalog.benchmarks import open_published
 
     config = ScoreConfig(**values("score", locals()))
     path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(registry)  # the compiling machine's entry, not the image's
-    os.environ[REGISTRY_ENV] = path
+    entry = get_model(model, path)  # scored as this entry, whatever the image's registry says
     source = open_published(store, name)  # streamed from the store: nothing fetched first
     results = f"results/{name}"  # each run published as results/<name>/<model>
-    score_models([model], source, scores.path, config, store=store, results=results)
+    score_models([entry], source, scores.path, config, store=store, results=results)
     ending()  # the process ends next: skip its last full garbage collection
 
 
