@@ -215,10 +215,10 @@ def test_a_registry_title_with_an_argo_placeholder_never_reaches_the_yaml(
 ):
     from autocomp.scoring.registry import REGISTRY_ENV, REGISTRY_FILE
 
-    text = Path(REGISTRY_FILE).read_text()
-    assert "title: CLIP ViT-B/16 (OpenAI)" in text
-    bad = tmp_path / "registry.yaml"
-    bad.write_text(text.replace("title: CLIP ViT-B/16 (OpenAI)", "title: 'CLIP {{workflow.uid}}'"))
+    shipped = yaml.safe_load(Path(REGISTRY_FILE).read_text())["models"][0]
+    added = {**shipped, "name": "clip-placeholder", "title": "CLIP {{workflow.uid}}"}
+    bad = tmp_path / "registry.yaml"  # a site's registry adds models (never replaces one)
+    bad.write_text(yaml.safe_dump({"models": [added]}))
     monkeypatch.setenv(REGISTRY_ENV, str(bad))
     assert main(["compile", "--out", str(tmp_path / "dist")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
