@@ -48,3 +48,4 @@ offline_tiny_cache
 fast_lane_loads_no_model
 fixture_path
 no_kubeconfig
+short_deadline

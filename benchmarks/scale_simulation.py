@@ -8,9 +8,13 @@ what the store holds at the end. A step whose disk or memory grows with the benc
 stated bound (autocomp.pipelines.cluster.capacity) shows as a ratio far above 1 between sizes.
 
     python benchmarks/scale_simulation.py --concepts 50 500 --out /tmp/scale   # both sizes
+    python benchmarks/scale_simulation.py --concepts 500 --ranges 1 4 --out /tmp/k  # K=1 and 4
     python benchmarks/scale_simulation.py --concepts 20 --out /tmp/rate        # the chain's rate
 
-Prints one table per size and the large/small ratios, and writes OUT/figures.json. The machine
+evaluate_models runs once per `--ranges` value K (score pods per model, each a contiguous range
+of its parts; the results of the run before are removed from the store first). Prints one table
+per size and the large/small ratios, and writes OUT/figures.json (OUT/figures-<size>.json as
+each size ends). The machine
 is shared (2 cores): the load average is sampled and printed with the figures.
 """
 
@@ -43,7 +47,9 @@ CHEAPEST = {  # the tiny models at their cheapest settings, in large batches
     "all_checks": False,  # the random detector rejects every image: later checks are skipped
     "masks": "boxes",
     "num_shards": 2,
+    "max_candidates": 512,  # parts of 512 candidates: many parts to cut into ranges
 }
+RANGES = (1, 4)  # score pods per model: the evaluation is run once per value
 STEP = re.compile(r"^(?P<step>[a-z0-9_.-]+?)(?:-\d+)?$")
 
 
@@ -120,9 +126,12 @@ def run(
     store: str,
     models: tuple[str, ...] = MODELS,
     pipelines: tuple[str, ...] = ("generate_benchmark", "evaluate_models"),
+    ranges: tuple[int, ...] = RANGES,
     **given: Any,
 ) -> dict[str, Any]:
-    """Both pipelines at one size with the probe on every task; returns the figures."""
+    """Both pipelines at one size with the probe on every task, evaluate_models once per
+    number of score ranges (the results of the one before removed from the store first);
+    returns the figures (an evaluation's steps and wall are named with its K)."""
     from autocomp.pipelines import checks
     from autocomp.pipelines.local.run import LocalRun
 
@@ -131,27 +140,44 @@ def run(
     run_args = {"name": name, "store": store}
     checks.check("generate_benchmark", {**run_args, "unique_name": False, **generate})
     checks.check("evaluate_models", {**run_args, **evaluate})
-    probe = out / "probe"
-    os.environ["AUTOCOMP_SCALE_PROBE"] = str(probe)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(PROBE), str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p
     )
-    walls = {}
+    runs: list[tuple[str, str, dict[str, Any]]] = []
+    for pipeline in pipelines:
+        if pipeline == "generate_benchmark":
+            runs.append((pipeline, "", {"unique_name": False, **generate}))
+        else:
+            runs += [(pipeline, f" K={k}", {**evaluate, "score_ranges": k}) for k in ranges]
+    walls, steps, stored = {}, {}, {}
     with LoadSampler() as load, LocalRun(out, offline=True, tty=False) as session:
-        for pipeline in pipelines:
+        for pipeline, tag, extra in runs:
+            if pipeline == "evaluate_models":
+                _clear_scores(store)  # each K scores from nothing
+            probe = out / f"probe{tag.strip().replace('=', '')}"
+            os.environ["AUTOCOMP_SCALE_PROBE"] = str(probe)
             started = time.time()
-            extra = (
-                {"unique_name": False, **generate} if pipeline == "generate_benchmark" else evaluate
-            )
             session.run(pipeline, **run_args, **extra)
-            walls[pipeline] = time.time() - started
+            walls[pipeline + tag] = time.time() - started
+            tasks = [json.loads(p.read_text()) for p in (probe / "tasks").glob("*.json")]
+            tasks.sort(key=lambda t: t["started"])
+            steps.update({name + tag: s for name, s in by_step(tasks).items()})
+            stored = stored_bytes(store)
     os.environ.pop("AUTOCOMP_SCALE_PROBE")
-    tasks = [json.loads(p.read_text()) for p in (probe / "tasks").glob("*.json")]
-    tasks.sort(key=lambda t: t["started"])
     return {
         "concepts": concepts, "samples": 2 * concepts, "name": name, "walls": walls,
-        "load": load.summary(), "steps": by_step(tasks), "store": stored_bytes(store),
+        "load": load.summary(), "steps": steps, "store": stored, "ranges": list(ranges),
+        "max_candidates": evaluate["max_candidates"],
     }  # fmt: skip
+
+
+def _clear_scores(store: str) -> None:
+    """The store without any score run: published results and committed score parts."""
+    from autocomp.store.stores import open_store
+
+    opened = open_store(store)
+    for prefix in ("results", "work/score"):
+        opened.delete(prefix)
 
 
 def by_step(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -205,6 +231,13 @@ def table(figures: dict[str, Any]) -> str:
             f"{_mb(s['read'])} | {_mb(s['written'])} | {s['requests']:,} | {s['wall_s']:.1f} |"
         )
     lines += ["", "store: " + ", ".join(f"{k} {_mb(v)} MB" for k, v in figures["store"].items())]
+    ranges = figures.get("ranges") or []
+    if len(ranges) > 1:
+        first, last = (
+            figures["walls"].get(f"evaluate_models K={k}") for k in (ranges[0], ranges[-1])
+        )
+        if first and last:
+            lines.append(f"evaluate_models wall K={ranges[-1]} / K={ranges[0]}: {last / first:.2f}")
     return "\n".join(lines)
 
 
@@ -228,15 +261,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concepts", type=int, nargs="+", default=[50, 500])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--ranges", type=int, nargs="+", default=list(RANGES),
+                        help="score pods per model; evaluate_models runs once per value")  # fmt: skip
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     with moto_store() as store:
         for concepts in args.concepts:
-            figures = run(concepts, args.out / f"c{concepts}", store, tuple(args.models.split(",")))
+            models = tuple(args.models.split(","))
+            figures = run(concepts, args.out / f"c{concepts}", store, models,
+                          ranges=tuple(args.ranges))  # fmt: skip
             results.append(figures)
             print(table(figures), "\n", flush=True)
+            (args.out / f"figures-{concepts}.json").write_text(json.dumps(figures, indent=1))
     if len(results) > 1:
         print(ratios(results[0], results[-1]))
     (args.out / "figures.json").write_text(json.dumps(results, indent=1))

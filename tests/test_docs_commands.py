@@ -91,6 +91,13 @@ SKIP = {
     ("docs/cluster.md", "# 1. autocomp's ServiceAccount + RBAC"): "a cluster (kubectl, Kubeflow)",
     ("docs/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for minutes "
     "(tests/pipelines and tests/finetune run the pipeline)",
+    # the EKS block first (its first line is the longer: keys match by prefix, first wins)
+    ("docs/cluster.md", "NS=kubeflow-user-example-com                # your profile"): "a "
+    "cluster (EKS, Kubeflow 1.10): tests/pipelines/test_walkthroughs.py compiles with its settings",
+    ("docs/cluster.md", "NS=kubeflow-user-example-com"): "a cluster (GKE, Kubeflow 1.11): "
+    "tests/pipelines/test_walkthroughs.py compiles with its settings",
+    ("docs/cluster.md", "mkdir -p one && cat > one/kustomization.yaml"): "a cluster (a GPU node, "
+    "standalone KFP): tests/pipelines/test_walkthroughs.py compiles with its settings",
     ("docs/generation.md", "python benchmarks/generation_throughput.py --profile paper"): "a CUDA "
     "GPU and the paper's architectures",
 }

@@ -131,6 +131,8 @@ class ScoreConfig:
     keeps each backend's own default (open_clip: 256 on a CPU, sized to the free memory on a GPU;
     transformers: 128). `limit`: score only the first N benchmark items (in table order); None
     scores them all. `max_candidates`: candidates per written part (the resume granularity).
+    `part_range`: "k/K" scores only the k-th of K contiguous ranges of those parts (one pod of a
+    model's data-parallel scoring, committed to a store; scoring.ranges); "" scores every part.
     `target_width` (percentage points; None: score every item): adaptive scoring, each
     (family, N, condition) cell in the order `adaptive_seed` draws, `adaptive_round` items of
     every open cell at a time, until its accuracies' confidence sequences are narrower
@@ -145,6 +147,7 @@ class ScoreConfig:
     limit: int | None = None
     choice_negatives: int = 49
     choice_seed: int = 0
+    part_range: str = ""
     target_width: float | None = None
     adaptive_seed: int = 0
     adaptive_round: int = 100

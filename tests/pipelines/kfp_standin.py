@@ -37,6 +37,7 @@ backend/src/apiserver at 2.15.0 unless said):
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from email.parser import BytesParser
@@ -193,7 +194,55 @@ class KfpStandIn:
             return self._list_recurring(query, user)
         if route.startswith("/recurringruns/"):
             return self._recurring_run(method, route.split("/")[2], user)
+        answered = self._run_routes(method, route, user)
+        if answered is not None:
+            return answered
         return self.status(404, 5, f"no route {method} {route}")
+
+    # ------------------------------------------------------------------ runs: get, retry
+
+    def _run_routes(self, method: str, route: str, user: str | None) -> tuple | None:
+        """GET /runs/{id}, GET /experiments/{id}, POST /runs/{id}:retry, as the API server
+        answers them (run_server.go RetryRun -> retryRun: canAccessRun with verb retry, then
+        resource_manager.go RetryRun: only a Failed/Error workflow, not one with offloaded node
+        status, and the run's state back to RUNNING). `retry_refusals`: run id -> the message
+        RetryRun fails with for it (e.g. an offloaded node status); `retry_missing`: a release
+        without the endpoint (404)."""
+        found = re.fullmatch(r"/(runs|experiments)/([^/:]+)(:retry)?", route)
+        if not found:
+            return None
+        kind, key, retry = found[1], found[2], found[3]
+        if kind == "experiments" and method == "GET" and not retry:
+            if key not in self.experiments:
+                return self.status(404, 5, f"Experiment {key} not found")
+            return 200, self.experiments[key]
+        run = next((r for r in self.runs if r["run_id"] == key), None) if kind == "runs" else None
+        if run is None:
+            return (
+                self.status(404, 5, f"Failed to get run: Run {key} not found")
+                if kind == "runs"
+                else None
+            )
+        refused = self.authorize(user, run.get("namespace", ""))
+        if refused:
+            return refused
+        if method == "GET" and not retry:
+            return 200, run
+        if method == "POST" and retry:
+            if getattr(self, "retry_missing", False):
+                return self.status(404, 5, "Not Found")
+            if run["state"] not in ("FAILED", "CANCELED"):
+                return self.status(400, 3, f"Failed to retry a run: Failed to retry run {key}: "
+                                   "Workflow must be Failed/Error to retry")  # fmt: skip
+            why = getattr(self, "retry_refusals", {}).get(key)
+            if why:
+                return self.status(500, 13, f"Failed to retry a run: Failed to retry run {key} "
+                                   f"as it does not allow reties: {why}")  # fmt: skip
+            run["state"] = "RUNNING"
+            run.pop("finished_at", None)
+            run["retries"] = run.get("retries", 0) + 1
+            return 200, {}
+        return None
 
     def _create_experiment(self, body: dict, user: str | None) -> tuple:
         namespace = body.get("namespace") or ""

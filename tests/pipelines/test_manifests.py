@@ -94,8 +94,8 @@ def test_the_warmup_job_completes_in_a_mesh_and_fills_the_cache_where_the_steps_
     assert pod["imagePullSecrets"] == [{"name": "regcred"}]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == resources.MODEL_CACHE_PVC
     (prepare,) = pod["initContainers"]
-    assert prepare["securityContext"]["runAsUser"] == 0
-    assert "chown 1000:1000" in prepare["command"][-1]
+    assert prepare["securityContext"]["runAsUser"] == 1000  # Pod Security restricted: no root
+    assert "test -w" in prepare["command"][-1] and "exit 1" in prepare["command"][-1]
     (container,) = pod["containers"]
     assert container["image"] == prepare["image"] == "registry.example/autocomp-gpu:1"
     assert container["securityContext"]["runAsUser"] == 1000

@@ -246,7 +246,11 @@ def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(co
         # an empty class skips its whole sub-DAG: no pod, no 4-GPU node to wait for
         assert c["condition"].endswith("> 0") and "count" in c["condition"], name
     big = classes["score-2x80gb"]  # qwen2.5-vl-72b: 160 GB on 2 GPUs of 80 GB
-    assert big["gpus"] == 2 and big["parallelism"] == 1
+    from autocomp.pipelines.cluster.gpus import ScoreClass
+    from autocomp.pipelines.cluster.pool import score_parallelism
+
+    # every range pod of the class may run at once (the plan's ranges: 26 for qwen2.5-vl-72b)
+    assert big["gpus"] == 2 and big["parallelism"] == score_parallelism(ScoreClass(2, 80)) > 1
     # 80 GB in MiB is 76293: an H100 (81559) and an A100-80GB (81920) qualify
     assert big["affinity"] == [{"matchExpressions": [
         {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["76292"]}]}]  # fmt: skip
@@ -254,7 +258,7 @@ def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(co
     assert big["cpu"] == "8" and big["memory"] == "121G"
     assert classes["score-1x16gb"]["memory"] == "17G"  # CLIP models
     assert classes["score-cpu"]["gpus"] == 0 and classes["score-cpu"]["affinity"] is None
-    assert classes["score-1x16gb"]["parallelism"] == 8
+    assert classes["score-1x16gb"]["parallelism"] == score_parallelism(ScoreClass(1, 16)) >= 8
     # the root DAG asks for no GPU: selecting, fetching and reporting run on CPU nodes
     executors = spec["deploymentSpec"]["executors"]
     for task in spec["root"]["dag"]["tasks"].values():
@@ -285,6 +289,50 @@ def test_selection_is_decided_at_compile_time(compiled):
     assert max(len(r["models"]) for r in registries) < len(all_models())  # per class only
     assert any([m["name"] for m in r["models"]] == ["qwen2.5-vl-72b"] for r in registries)
     assert "pipelinechannel--models" in text
+
+
+def test_evaluate_models_fans_out_over_model_and_part_range(compiled):
+    """Each class's loop runs over select_models' (model, range) items, K per model from the
+    capacity plan at compile time; the score step gets the item, the class's collect step the
+    score settings and registry it merges the ranges with; one flat loop (no nested
+    ParallelFor, no dsl.Collected: every supported backend runs it)."""
+    from autocomp.pipelines.cluster.pool import score_ranges
+    from autocomp.pipelines.definitions.components.evaluation import select_models
+
+    spec, _ = _docs(compiled / "evaluate_models.yaml")
+    tasks = spec["root"]["dag"]["tasks"]
+    selects = [t for t in tasks.values()
+               if t["componentRef"]["name"].startswith("comp-select-models")]  # fmt: skip
+    planned = selects[0]["inputs"]["parameters"]["planned"]["runtimeValue"]["constant"]
+    assert planned == score_ranges(list(planned)) and planned["qwen2.5-vl-72b"] > 1
+    assert planned["clip-vit-b-16"] == 1
+    for select in selects:
+        given = select["inputs"]["parameters"]["score_ranges"]
+        assert given["componentInputParameter"] == "score_ranges"
+    loops = 0
+    for component in spec["components"].values():
+        for task in component.get("dag", {}).get("tasks", {}).values():
+            iterator = task.get("parameterIterator")
+            if iterator is None:
+                continue
+            loops += 1
+            assert iterator["items"]["inputParameter"] == "pipelinechannel--items"
+            body = spec["components"][task["componentRef"]["name"]]["dag"]["tasks"]
+            (scoring,) = body.values()
+            given = scoring["inputs"]["parameters"]["model"]["componentInputParameter"]
+            assert given == iterator["itemInput"]
+            assert "parameterIterator" not in str(spec["components"][task["componentRef"]["name"]])
+    assert loops == 7
+    collects = [t for c in spec["components"].values()
+                for t in c.get("dag", {}).get("tasks", {}).values()
+                if t["taskInfo"]["name"].startswith("collect")]  # fmt: skip
+    assert collects and all({"registry", "max_candidates", "limit", "blind"}
+                            <= set(t["inputs"]["parameters"]) for t in collects)  # fmt: skip
+    assert "Collected" not in (compiled / "evaluate_models.yaml").read_text()
+    choose = select_models.python_func
+    chosen = choose(["a", "b"], ["a", "b"], ["a", "b"], ["a", "b"], {}, {"a": 3}, 0)
+    assert chosen.items == ["a@1-of-3", "a@2-of-3", "a@3-of-3", "b"] and chosen.count == 2
+    assert choose(["a"], ["a"], ["a"], ["a"], {}, {"a": 3}, 2).items == ["a@1-of-2", "a@2-of-2"]
 
 
 def _constants(spec: dict, parameter: str) -> list:

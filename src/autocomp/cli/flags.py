@@ -33,6 +33,9 @@ FLAGS: dict[str, str] = {  # library name -> how every verb spells it
     "gpu_sizes": "--gpu-size",  # compile_all(gpu_sizes=...); repeatable --gpu-size step=GB
     "tolerations": "--toleration",  # compile_all(tolerations=...); repeatable
     "pull_secrets": "--image-pull-secret",  # compile_all(pull_secrets=...)
+    "placement": "--placement",  # compile_all(placement=...)
+    "gpu_labels": "--gpu-label",  # compile_all(gpu_labels=...); repeatable GB:KEY=VALUE
+    "run_id": "RUN_ID",  # resume(run_id): the positional RUN_ID
     "job_name": "--name",  # submit_package / schedule_package: the run's name
 }
 VERB_FLAGS: dict[str, dict[str, str]] = {  # verb -> its own spellings, over FLAGS

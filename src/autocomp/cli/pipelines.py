@@ -28,9 +28,8 @@ def _compile(args: argparse.Namespace) -> None:
         if not sep or gb is None:
             raise UsageError("gpu_sizes", item, "must look like step=GB, e.g. render=48")
         sizes[step] = gb
-    done = compile_all(
-        args.out, args.backend, tuple(args.pull_secrets), sizes, tuple(args.tolerations)
-    )
+    done = compile_all(args.out, args.backend, tuple(args.pull_secrets), sizes,
+                       tuple(args.tolerations), args.placement, tuple(args.gpu_labels))  # fmt: skip
     for name, path in done.items():
         print(f"compiled {name} -> {path}")
     print(f"for KFP backend {target.range} (docs/cluster.md: what works on which version)")
@@ -132,6 +131,16 @@ def _submit(args: argparse.Namespace) -> None:
         )
 
 
+def _resume(args: argparse.Namespace) -> None:
+    from autocomp.pipelines.cluster.resume import resume
+
+    action, run_id = resume(args.run_id, args.dist, _note(args), **_where(args))
+    if action == "retried":
+        print(f"run {run_id}: retried (its failed tasks run again and resume from the store)")
+    else:
+        print(f"run {run_id}: a new run in place of {args.run_id} (same parameters and store)")
+
+
 def _doctor(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.client import endpoint_from
     from autocomp.pipelines.cluster.doctor import Report, check_store, doctor
@@ -216,6 +225,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     _add_prefetch(verbs)
     _add_upload(verbs)
     _add_doctor(verbs)
+    _add_resume(verbs)
     _add_submit_and_schedule(verbs)
 
 
@@ -300,6 +310,25 @@ def _add_compile(verbs: argparse._SubParsersAction) -> None:
         help="a taint of your GPU nodes the GPU steps tolerate besides nvidia.com/gpu "
         "(repeatable), e.g. sku=gpu:NoSchedule (AKS)",
     )
+    p.add_argument(
+        "--placement",
+        default="gfd",
+        choices=("gfd", "gke", "karpenter", "eks", "aks", "labels"),
+        help="how GPU steps select their nodes: gfd (GPU feature discovery's "
+        "nvidia.com/gpu.memory; the default), gke (cloud.google.com/gke-accelerator), "
+        "karpenter (karpenter.k8s.aws/instance-gpu-memory), eks (managed node groups' "
+        "instance types), aks (kubernetes.azure.com/accelerator and VM sizes), labels "
+        "(--gpu-label); docs/cluster.md, GPU placement",
+    )
+    p.add_argument(
+        "--gpu-label",
+        dest="gpu_labels",
+        action="append",
+        default=[],
+        metavar="GB:KEY=VALUE",
+        help="with --placement labels: nodes labelled KEY=VALUE have GPUs of at least GB GB "
+        "(repeatable), e.g. 48:pool=l40s",
+    )
     p.set_defaults(run=_compile)
 
 
@@ -382,6 +411,22 @@ def _add_doctor(verbs: argparse._SubParsersAction) -> None:
         "from here with this environment's credentials (what doctor's probe pod runs)",
     )
     p.set_defaults(run=_doctor)
+
+
+def _add_resume(verbs: argparse._SubParsersAction) -> None:
+    """`resume`: run again the failed tasks of a run."""
+    p = verbs.add_parser(
+        "resume",
+        help="run again the failed tasks of a run (a lost node), through KFP's run retry",
+        description="Retry a failed run through the KFP API (POST /apis/v2beta1/runs/ID:retry): "
+        "only its failed tasks run again, each resuming from what it committed to the store. "
+        "Where the server cannot retry it, a new run with the same parameters takes its place. "
+        "Refused for a run that succeeded, is still going, belongs to another namespace or was "
+        "made by another version of the pipeline than --dist.",
+    )
+    _client_args(p)
+    p.add_argument("run_id", metavar="RUN_ID", help="the KFP run id")
+    p.set_defaults(run=_resume, verb="resume")
 
 
 def _add_submit_and_schedule(verbs: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autocomp.cli.table import format_table, random_weights_note
 from autocomp.config import ScoreConfig
@@ -89,7 +89,7 @@ def _print_summary(summary: pa.Table) -> None:
     print(format_table(headers, table))
 
 
-def _choice(args: argparse.Namespace) -> dict[str, int]:
+def _choice(args: argparse.Namespace) -> dict[str, Any]:
     """The --blind choice settings given (each only with --blind choice)."""
     given = {
         "choice_negatives": (args.choice_negatives, "--choice-negatives"),

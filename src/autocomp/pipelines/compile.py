@@ -40,22 +40,43 @@ def _header(text: str) -> str:
     return "".join(lines[:end])
 
 
+def _unplaced(docs: list[dict[str, Any]], scheme: str, labels: tuple, target: Any) -> list[str]:
+    """The score classes of a package no card of the scheme holds (compiled unplaced)."""
+    from autocomp.pipelines.cluster.placement import place
+    from autocomp.pipelines.cluster.plan import score_groups
+
+    executors = docs[0].get("deploymentSpec", {}).get("executors", {})
+    return [
+        c.name
+        for c in score_groups()
+        if c.gpus
+        and f"exec-score-{c.name}" in executors
+        and not place(scheme, c.gpus, c.gpu_gb, target.has("node_affinity"), labels).placed
+    ]
+
+
 def compile_all(
     out: str | Path = "dist",
     backend: str | None = None,
     pull_secrets: tuple[str, ...] = (),
     gpu_sizes: dict[str, int] | None = None,
     tolerations: tuple[str, ...] = (),
+    placement: str = "gfd",
+    gpu_labels: tuple[str, ...] = (),
 ) -> dict[str, Path]:
     """Write dist/<pipeline>.yaml for every pipeline (and the warm-up Job); return the paths.
     `gpu_sizes`: step -> GPU size (GB) for steps whose models are parameters (resources.Cluster);
-    `tolerations`: taints of the GPU nodes (`key[=value][:effect]`) the GPU steps tolerate.
-    Refuses, before anything is written, a backend autocomp cannot run on and images nobody can
-    pull (cluster.images.check_cluster_images)."""
+    `tolerations`: taints of the GPU nodes (`key[=value][:effect]`) the GPU steps tolerate;
+    `placement`: how GPU steps select their nodes (cluster.placement: gfd, gke, karpenter, eks,
+    aks, labels with `gpu_labels` `GB:KEY=VALUE`).
+    Refuses, before anything is written, a backend autocomp cannot run on, images nobody can
+    pull (cluster.images.check_cluster_images) and any value the cluster would reject or Argo
+    would substitute (cluster.validate)."""
     import yaml
     from kfp import compiler
 
-    from autocomp.pipelines.cluster import backends, warmup
+    from autocomp.pipelines.cluster import backends, validate, warmup
+    from autocomp.pipelines.cluster import placement as schemes
     from autocomp.pipelines.cluster.images import check_cluster_images, image
     from autocomp.pipelines.cluster.resources import (
         Cluster,
@@ -68,18 +89,29 @@ def compile_all(
     target = backends.target_for(backend)
     sizes = check_gpu_sizes(gpu_sizes or {})
     tolerated = tuple(parse_toleration(t) for t in tolerations)
+    for secret in pull_secrets:
+        validate.check_dns_subdomain("pull_secrets", secret)
+    labels = tuple(schemes.parse_gpu_label(t) for t in gpu_labels)
+    scheme = schemes.check_scheme(placement, labels)
     out = prepare_folder(out)  # a folder or nothing yet, in an existing folder
     check_cluster_images()
     written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     with (
         tempfile.TemporaryDirectory() as work,
-        building(Cluster(target, tuple(pull_secrets), sizes, tolerated)),
+        building(Cluster(target, tuple(pull_secrets), sizes, tolerated, scheme, labels)),
     ):
         for name in PIPELINES:
             raw = Path(work, f"{name}.yaml")
             compiler.Compiler().compile(load(name), str(raw))
             text = raw.read_text(encoding="utf-8")
-            written[name] = (_header(text), backends.adapt(list(yaml.safe_load_all(text)), target))
+            docs = backends.adapt(list(yaml.safe_load_all(text)), target)
+            validate.check_placeholders(docs)
+            from autocomp.pipelines.cluster.images import references
+
+            for reference in references(docs[0]):
+                validate.check_image("image", reference)
+            schemes.stamp(docs[0], scheme, _unplaced(docs, scheme, labels, target))
+            written[name] = (_header(text), docs)
     # every pipeline compiled: only now is dist/ touched
     out.mkdir(parents=True, exist_ok=True)
     paths = {}

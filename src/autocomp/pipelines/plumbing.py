@@ -179,6 +179,12 @@ PARAMETERS: dict[str, tuple[Parameter, ...]] = {
             none=0,
         ),  # fmt: skip
         _field("max_candidates", "score.max_candidates", "candidates per written part"),
+        _run(
+            "score_ranges",
+            "score pods per model, each a contiguous range of its parts (0: the capacity plan's, "
+            "from the wall-time target)",
+            0,
+        ),  # fmt: skip
         _run("report_seed", "the report's bootstrap seed", 0),
     ),
     "finetune_models": (
@@ -206,6 +212,8 @@ LOCAL_ONLY: dict[str, str] = {  # `stage.field` (or `profile.field`): why no par
     "negatives.force": "a step writes a new output artifact; nothing to replace",
     "score.images": "a published benchmark embeds its images",
     "score.device": "a pod uses the GPUs it is given",
+    "score.part_range": "each score pod's range is its loop item (select_models: the plan's "
+    "ranges per model, or score_ranges)",
     "score.target_width": "adaptive scoring runs into run folders (`autocomp score`); the "
     "pipelines' score steps commit every part to the store and score every item",
     "score.adaptive_seed": "adaptive scoring only (see score.target_width)",

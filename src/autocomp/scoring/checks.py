@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from autocomp.config import ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.scoring.items import REQUIRED
+from autocomp.scoring.ranges import parse_range
 from autocomp.scoring.registry import ModelEntry
 from autocomp.store.catalog.benchmarks import Benchmark
 from autocomp.store.catalog.ids import with_sample_keys
@@ -37,6 +38,7 @@ def check_config(config: ScoreConfig) -> None:
         )
     if config.blind == "choice" and config.choice_seed < 0:
         raise UsageError("choice_seed", str(config.choice_seed), "must be 0 or more")
+    parse_range(config.part_range)
 
 
 def check_images(config: ScoreConfig) -> None:

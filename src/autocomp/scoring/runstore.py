@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +33,18 @@ from autocomp.store.work import PartLog, work_prefix
 WEIGHTS = ("weights", "architecture", "model_class", "revision")
 
 
-def part_log(target: Store, record: dict[str, Any]) -> PartLog:
+def part_log(
+    target: Store, record: dict[str, Any], ranged: dict[str, Any] | None = None
+) -> PartLog:
     """Where a run's parts are committed: keyed on what a resumed run must match. The limit is
     not in the key: a resumed run may extend it (run.json, committed with every part, says what
-    the parts cover, and ScoreRun.check refuses a lower one)."""
+    the parts cover, and ScoreRun.check refuses a lower one). `ranged`: the part plan of a run
+    scored in ranges (scoring.ranges.ranged_key), which lives under a key of its own."""
     key = {
         "model": record["model"], "weights": {k: record["entry"].get(k) for k in WEIGHTS},
         "benchmark_sha": record["benchmark_sha"], "blind": record["blind"],
         "choice": record["choice"], "format": record["format"],
+        **({"ranged": ranged} if ranged else {}),
     }  # fmt: skip
     return PartLog(target, work_prefix("score", key), key)
 
@@ -51,9 +56,16 @@ def _part(index: int) -> str:
 class StoredRun:
     """One model's run whose parts live in a store (see the module doc)."""
 
-    def __init__(self, target: Store, run: ScoreRun, record: dict[str, Any], key: str = "") -> None:
+    def __init__(
+        self,
+        target: Store,
+        run: ScoreRun,
+        record: dict[str, Any],
+        key: str = "",
+        ranged: dict | None = None,
+    ) -> None:
         self.target, self.run, self.record, self.key = target, run, record, key
-        self.log = part_log(target, record)
+        self.log = part_log(target, record, ranged)
         self.parts = self.log.committed()
         self.items: dict[int, frozenset[str]] = {}  # part -> its sample ids (its identity)
         self.adopted = False  # another step published this run while this one scored
@@ -183,8 +195,10 @@ class Results:
     not scored again unless a higher limit extends it; any other run resumes from the parts a
     killed or preempted run committed (StoredRun)."""
 
-    def __init__(self, target: Store, results: str, runs: list[tuple[Any, ScoreRun, dict]]):
+    def __init__(self, target: Store, results: str, runs: list[tuple[Any, ScoreRun, dict]],
+                 ranged: Callable[[dict], dict | None] | None = None):  # fmt: skip
         self.target, self.results = target, results
+        self.ranged = ranged or (lambda record: None)  # a ranged run's key (scoring.ranges)
         self.published = {e.name for e, _, _ in runs if target.manifest(self.key(e.name))}
         self.stored: dict[str, StoredRun] = {}
         for entry, run, record in runs:
@@ -192,7 +206,9 @@ class Results:
                 run.folder.mkdir(exist_ok=True)
                 target.get_file(self.key(entry.name), RUN_FILE, run.folder / RUN_FILE)
             else:
-                self.stored[entry.name] = StoredRun(target, run, record, self.key(entry.name))
+                self.stored[entry.name] = StoredRun(
+                    target, run, record, self.key(entry.name), self.ranged(record)
+                )
                 self.stored[entry.name].restore_record()
 
     def key(self, model: str) -> str:
@@ -207,7 +223,7 @@ class Results:
         previous = json.loads((run.folder / RUN_FILE).read_text())
         if covers(previous, limit, rows):
             fetch_summary(self.target, self.key(name), run)
-            part_log(self.target, record).clear()  # what a publish killed at its end left
+            part_log(self.target, record, self.ranged(record)).clear()  # what a killed publish left
             return True
         self.target.get(self.key(name), run.folder)
         return False

@@ -7,9 +7,10 @@ opened Benchmark or, with `store`, a published name); it checks every input once
 model loads (configuration, models, output folder, benchmark, device, mode, every run folder),
 builds each scorer itself with `config.device` and `config.batch_size`, scores each model into
 <out>/<model>/ and writes <out>/summary.parquet; `score_stage`: one model into one run folder
-(fine-tuned checkpoints). Around it: items.py (the item model, judging), modes.py (native,
-per-token, choice, and the part-by-part loop over a run), images.py, checks.py,
-autocomp.store.catalog.runs (the run folder, failed.json).
+(fine-tuned checkpoints). With `config.part_range` a call scores one range of each model's
+parts into the store (scoring.ranges; the collect step merges). Around it: items.py (the item
+model, judging), modes.py (native, per-token, choice, and the part-by-part loop over a run),
+ranges.py, images.py, checks.py, autocomp.store.catalog.runs (the run folder, failed.json).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from autocomp.scoring.checks import (
     check_out,
 )
 from autocomp.scoring.modes import run_record, score_parts
+from autocomp.scoring.ranges import ranged_key, score_range
 from autocomp.scoring.registry import ModelEntry
 from autocomp.scoring.runstore import Results, StoredRun, open_results
 from autocomp.scoring.specs import parse_specs, resolve_spec
@@ -110,13 +112,17 @@ def score(
     for entry in entries:
         check_mode(entry, config)
     check_device(config.device)
+    if config.part_range and not results:
+        fix = "scores one range of a run committed to a store: give the store and results too"
+        raise UsageError("part_range", config.part_range, fix)
     target = open_results(store, results)
     with output_folder(out):  # a call that fails before its first result leaves nothing
         source = opened(found, out)  # a published name fetched into out/benchmark/<name>
         check_benchmark(source, config)
         runs = [(entry, ScoreRun(out / entry.name, "out"), run_record(entry, source, config))
                 for entry in entries]  # fmt: skip
-        published = Results(target, str(results), runs) if target is not None else None
+        ranged = functools.partial(ranged_key, config=config) if config.part_range else None
+        published = Results(target, str(results), runs, ranged) if target is not None else None
         for _, run, record in runs:
             run.check(record, source.rows)
         for folder in (out, *(run.folder for _, run, _ in runs)):
@@ -133,6 +139,9 @@ def score(
             stored = published.stored.get(entry.name) if published else None
             try:
                 with progress(label, total) if progress else nullcontext() as advance:
+                    if stored and config.part_range:  # one range; the collect step merges
+                        score_range(entry, source, stored, config, loader, advance)
+                        continue
                     _score_run(entry, source, run, record, config, loader, advance, stored)
             except LoadFailed as exc:  # the other models are scored; the summary says so
                 failed[entry.name] = exc.fix

@@ -163,8 +163,12 @@ class S3Store:
         self.workers = workers
         # autocomp retries itself (with backoff, across requests); urllib3 must not hide failures.
         # One pooled connection per transfer thread.
+        from autocomp.network import deadline
+
+        self.deadline = deadline()  # the one network deadline (autocomp.network)
+        limit = self.deadline
         http = PoolManager(
-            timeout=Timeout(connect=5, read=120), retries=Retry(total=0),
+            timeout=Timeout(connect=limit.connect, read=limit.read), retries=Retry(total=0),
             maxsize=max(10, 2 * workers),
         )  # fmt: skip
         self.client = Minio(
@@ -184,19 +188,22 @@ class S3Store:
 
     def _retry(self, what: str, fn: Callable[[], Any], action: str = "", key: str = "") -> Any:
         """`fn` (one S3 request, `action` on `key` in IAM's words) with retries of what may
-        pass; the final failure is one line (see _usage_error)."""
+        pass, none once the network deadline has passed; the final failure is one line (see
+        _usage_error)."""
+        started = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
                 return fn()
             except Exception as exc:
                 if not _transient(exc):
                     raise self._usage_error(what, exc, action, key) from None
-                if attempt == self.retries:
+                late = time.monotonic() - started >= self.deadline.total  # no retry after it
+                if attempt == self.retries or late:
                     raise StorageError(
                         f"store {self.uri} (endpoint {self.endpoint}): {what}: unreachable or "
-                        f"failing, failed after {self.retries + 1} attempts ({_brief(exc)}); check "
-                        f"{ENDPOINT_ENV} and that the server answers, then {RESUME_NOTE} (the "
-                        "output stays unpublished: no manifest)"
+                        f"failing, failed after {attempt + 1} attempt{'s' if attempt else ''} "
+                        f"({_brief(exc)}); check {ENDPOINT_ENV} and that the server answers, then "
+                        f"{RESUME_NOTE} (the output stays unpublished: no manifest)"
                     ) from exc
                 time.sleep(self.backoff * 2**attempt)
 

@@ -47,6 +47,11 @@ KUBEFLOW: dict[str, Version] = {
 }
 
 
+# one version as a user types it (`--backend`): 2.15.0, v2.14.3-rc.1, 2.5; nothing else (a list
+# such as '2.5.0,2.15.0' would otherwise be read as its first item)
+EXACT_VERSION = re.compile(r"v?\d{1,4}\.\d{1,4}(?:\.\d{1,4})?(?:-[0-9A-Za-z.-]+)?")
+
+
 def parse_version(text: str | None) -> Version | None:
     """(major, minor, patch) of `2.15.0`, `v2.14.3-rc.1` or `2.5` (patch 0); None if none."""
     found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", (text or "").strip())
@@ -338,7 +343,7 @@ def target_for(text: str | None) -> Target:
     newest). A version autocomp cannot run on is a usage error that says why."""
     if text is None:
         return DEFAULT_TARGET
-    version = parse_version(text)
+    version = parse_version(text) if EXACT_VERSION.fullmatch(text) else None
     if version is None:
         raise UsageError(
             "backend", text, "give a KFP backend version, e.g. 2.15.0 (docs/cluster.md)"

@@ -44,6 +44,8 @@ TRANSFER = 100 * MB  # bytes/s one pod moves to or from the store (assumed; S3 o
 A100_FLOPS = 312e12 * 0.30  # bf16 peak at an assumed 30 % utilisation
 TIMEOUT_SAFETY, TIMEOUT_FLOOR = 2.0, HOUR  # timeout: 2 x the expected wall + 1 h, at least 1 h
 FINETUNE_STEP_S = 2.0  # assumed: one optimizer step of a ViT-B/16 at batch 2048-4096 + K=3
+MAX_WALL = 24 * HOUR  # the wall-time target of one score pod: a model is cut into ranges to meet it
+IMAGES_PER_CONCEPT = 2  # our concept is rendered twice (Minimal and Contextual)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Step:
     memory: float = PROCESS
     wall_s: float = 0.0  # one pod's expected work
     note: str = ""
+    pod_walls: list[float] = field(default_factory=list)  # each pod's work, where pods differ
 
     @property
     def timeout_s(self) -> int:
@@ -116,18 +119,34 @@ def _weights(gpu_memory_gb: float) -> float:
     return gpu_memory_gb * GB
 
 
-def _concepts(profile: Any, count: int) -> tuple[dict[str, int], dict[str, int]]:
+def _concepts(profile: Any, count: int, per_cell: bool) -> tuple[dict[str, int], dict[str, int]]:
+    """Concepts per family:N: `count` each (`per_cell`), or `count` of the paper's initial
+    concepts in all (Table 22: one prompt and one image each, so count / IMAGES_PER_CONCEPT of
+    ours) split over the profile's cells as evenly as they allow (_split)."""
     from autocomp.protocol.concepts import count_concepts
     from autocomp.protocol.family import load_family
     from autocomp.protocol.stages import parse_specs
 
-    planned, capped = {}, {}
-    for name, n in parse_specs(profile.sample.specs):
-        total = count_concepts(load_family(name), n)
-        planned[f"{name}:{n}"] = min(count, total)
-        if count > total:
-            capped[f"{name}:{n}"] = total
+    cells = {f"{name}:{n}": count_concepts(load_family(name), n)
+             for name, n in parse_specs(profile.sample.specs)}  # fmt: skip
+    if per_cell:
+        return ({c: min(count, most) for c, most in cells.items()},
+                {c: most for c, most in cells.items() if count > most})  # fmt: skip
+    planned, capped = _split(math.ceil(count / IMAGES_PER_CONCEPT), cells), {}
+    for cell, most in cells.items():
+        if planned[cell] == most:
+            capped[cell] = most
     return planned, capped
+
+
+def _split(total: int, cells: dict[str, int]) -> dict[str, int]:
+    """`total` concepts over `cells` (cell -> its distinct concepts) as evenly as they allow,
+    smallest cells first: a cell holding fewer than its share gives what it lacks to the rest."""
+    planned, left = {}, total
+    for i, (cell, most) in enumerate(sorted(cells.items(), key=lambda kv: kv[1])):
+        planned[cell] = min(most, left // (len(cells) - i))
+        left -= planned[cell]
+    return {cell: planned[cell] for cell in cells}
 
 
 @functools.lru_cache(maxsize=64)
@@ -153,11 +172,14 @@ def plan(
     profile_name: str = DESIGN_PROFILE,
     count: int | None = None,
     models: Any = ("all",),
+    per_cell: bool = True,
+    max_wall: float = MAX_WALL,
     specs: str | None = None,
 ) -> Plan:
     """The plan of a run of `profile_name` at `count` concepts per family:N (default: the
-    profile's) scoring `models` (names, or ["all"]); `specs`: the run's family:N pairs, when
-    not the profile's."""
+    profile's; not `per_cell`: `count` of the paper's initial concepts in all) scoring `models`
+    (names, or ["all"]), each model cut into the part ranges that bring a score pod under
+    `max_wall` seconds; `specs`: the run's family:N pairs, when not the profile's."""
     import dataclasses
 
     from autocomp.config import get_profile
@@ -167,8 +189,9 @@ def plan(
         profile = dataclasses.replace(
             profile, sample=dataclasses.replace(profile.sample, specs=specs)
         )
+    per_cell = per_cell or count is None
     count = count or profile.sample.count
-    concepts, capped = _concepts(profile, count)
+    concepts, capped = _concepts(profile, count, per_cell)
     survival = 1.0 if profile.curate.keep_rejected else SURVIVAL
     images = 2 * sum(concepts.values())
     rows = math.ceil(images * survival)
@@ -177,7 +200,7 @@ def plan(
         profile.name, count, concepts, capped, images, rows, captions, _image_bytes(profile)
     )
     _generation(made, profile)
-    _evaluation(made, profile, models)
+    _evaluation(made, profile, models, max_wall)
     _finetune(made, profile)
     table = captions * CAPTION_BYTES
     made.storage = {
@@ -276,7 +299,12 @@ SCORE_RATE = ("estimate: 2 x params x 20 tokens per caption at 30 % of an A100 (
 PREDICTION_BYTES = 8 * 150  # one item's predictions (sets x protocols x score types), on disk
 
 
-def _evaluation(made: Plan, profile: Any, models: Any) -> None:
+def ranges_for(wall_s: float, max_wall: float = MAX_WALL) -> int:
+    """The fewest part ranges (score pods) that bring each pod of a `wall_s` model under it."""
+    return max(1, math.ceil(wall_s / max_wall))
+
+
+def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WALL) -> None:
     from autocomp.pipelines.cluster.plan import in_all, score_groups, select
     from autocomp.scoring.registry import get_model
 
@@ -286,27 +314,35 @@ def _evaluation(made: Plan, profile: Any, models: Any) -> None:
     chosen = select(list(models), known, everything, known)
     benchmark = made.rows * made.image_bytes + made.captions * CAPTION_BYTES
     run = made.captions * 40 + made.rows * PREDICTION_BYTES  # one model's scores, predictions
+    counted = made.captions * CAPTION_BYTES  # the candidate lists every range pod reads
     for score, members in groups.items():
         mine = [m for m in members if m in chosen]
         if not mine:
             continue
         hours = [_score_gpu_hours(made, get_model(m).gpu_memory_gb) for m in mine]
+        walls = [h * HOUR / max(1, score.gpus) for h in hours]  # one pod scoring a model
+        ranges = [ranges_for(w, max_wall) for w in walls]
         part = 2 * profile.score.max_candidates * 200  # one part's scores and predictions
         made.steps.append(Step(
-            f"score-{score.name}", len(mine), gpus=score.gpus, gpu_gb=score.gpu_gb,
-            gpu_hours=sum(hours), rate=SCORE_RATE, read=len(mine) * benchmark,
+            f"score-{score.name}", sum(ranges), gpus=score.gpus, gpu_gb=score.gpu_gb,
+            gpu_hours=sum(hours), rate=SCORE_RATE,
+            read=len(mine) * benchmark + sum(k - 1 for k in ranges) * counted,
             written=len(mine) * run,
             disk=_weights(max(get_model(m).gpu_memory_gb for m in mine)) + part,
             memory=score_host(score) + _stream_memory(made),
-            wall_s=max(hours) * HOUR / max(1, score.gpus),
-            note=f"{', '.join(mine[:2])}{' ...' if len(mine) > 2 else ''}: streams the "
-            "benchmark, commits each part",
+            wall_s=max(w / k for w, k in zip(walls, ranges)),
+            pod_walls=[w / k for w, k in zip(walls, ranges) for _ in range(k)],
+            note=f"{', '.join(mine[:2])}{' ...' if len(mine) > 2 else ''}: "
+            f"{max(ranges)} range(s) a model at most; each pod streams its range, commits "
+            "each part",
         ))  # fmt: skip
     predictions = len(chosen) * made.rows * PREDICTION_BYTES
     table = made.captions * CAPTION_BYTES
     made.steps += [
         Step("select_models", 1),
-        Step("collect_scores", 1, read=len(chosen) * 10_000),
+        Step("collect_scores", 1, read=len(chosen) * 10_000 + predictions + len(chosen) * counted,
+             note="merges each ranged model: its candidate lists (the part plan) and predictions "
+             "(the summary), one part at a time; the parts are copied inside the store"),
         Step("report", 1, read=table + predictions, disk=table + predictions,
              memory=PROCESS + 2 * predictions + made.rows * ROW_MEMORY,
              note="the benchmark's table (no images) and every run's predictions"),

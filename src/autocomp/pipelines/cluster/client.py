@@ -104,7 +104,9 @@ def check_endpoint(endpoint: Endpoint) -> None:
         r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", endpoint.namespace
     ):
         raise UsageError("namespace", endpoint.namespace, "not a Kubernetes namespace name")
-    if endpoint.kfp_version is not None and backends.parse_version(endpoint.kfp_version) is None:
+    if endpoint.kfp_version is not None and not backends.EXACT_VERSION.fullmatch(
+        endpoint.kfp_version
+    ):
         raise UsageError("kfp_version", endpoint.kfp_version, "give a version such as 2.15.0")
 
 
@@ -142,7 +144,22 @@ def connect(endpoint: Endpoint | str, namespaced: bool = True) -> Any:
         ) from exc
     client.autocomp_health = health
     client.autocomp_endpoint = endpoint
+    _with_deadline(client)
     return client
+
+
+def _with_deadline(client: Any) -> None:
+    """Every request of the kfp client under the one network deadline (autocomp.network): its
+    generated REST client sends none unless a call passes `_request_timeout`."""
+    from autocomp.network import deadline
+
+    rest = client._run_api.api_client.rest_client  # one ApiClient serves every kfp API
+    send = rest.request
+
+    def request(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        return send(*args, _request_timeout=_request_timeout or deadline().pair, **kwargs)
+
+    rest.request = request
 
 
 def _probe(endpoint: Endpoint) -> dict[str, Any]:
@@ -150,6 +167,8 @@ def _probe(endpoint: Endpoint) -> dict[str, Any]:
     (kfp.Client retries its own healthz call five times, 5 s apart, then reports a timeout).
     Returns the answer (tag_name, multi_user, ...)."""
     import urllib3
+
+    from autocomp.network import urllib3_timeout
 
     headers = {}
     if endpoint.token:
@@ -162,7 +181,7 @@ def _probe(endpoint: Endpoint) -> dict[str, Any]:
             "GET",
             endpoint.host.rstrip("/") + "/apis/v2beta1/healthz",
             headers=headers,
-            timeout=urllib3.Timeout(connect=10, read=30),
+            timeout=urllib3_timeout(),  # the one network deadline
             retries=False,
             redirect=False,
         )

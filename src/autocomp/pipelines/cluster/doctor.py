@@ -164,9 +164,13 @@ def probe_pod(store: str, image: str, pull_secrets: list[str]) -> dict[str, Any]
         "spec": {
             "restartPolicy": "Never",
             "activeDeadlineSeconds": 300,
-            "securityContext": {"runAsUser": 1000, "runAsNonRoot": True},
+            # Pod Security restricted (tests/pipelines/test_pod_security.py)
+            "securityContext": {"runAsUser": 1000, "runAsNonRoot": True,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
                 "name": "probe", "image": image,
+                "securityContext": {"allowPrivilegeEscalation": False,
+                                    "capabilities": {"drop": ["ALL"]}},
                 "command": ["autocomp", "doctor", "--store-only", "--store", store],
                 "env": [*env, {"name": "TMPDIR", "value": SCRATCH_PATH}],
                 "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
@@ -306,7 +310,10 @@ def placements(packages: Packages, classes: list[str]) -> list[dict[str, Any]]:
     """Every GPU placement the packages ask for: GPUs, the per-GPU memory (MiB, or the
     autocomp.io size label), tolerations, the largest /scratch, and the steps. Score classes
     not in `classes` are left out."""
+    import json
+
     from autocomp.pipelines.cluster.packages import compiled_gpu_floor, executors_config
+    from autocomp.pipelines.cluster.placement import requirement
 
     found: dict[tuple, dict[str, Any]] = {}
     for _, docs in packages.values():
@@ -318,9 +325,11 @@ def placements(packages: Packages, classes: list[str]) -> list[dict[str, Any]]:
             if not gpus or (step.startswith("score-") and re.match(r"score-\d+x", step)
                             and step.removeprefix("score-") not in classes):  # fmt: skip
                 continue
-            labels = config.get("nodeSelector", {}).get("labels", {})
-            key = (gpus, compiled_gpu_floor(config), tuple(sorted(labels.items())))
+            labels, expressions = requirement(config)
+            key = (gpus, compiled_gpu_floor(config), tuple(sorted(labels.items())),
+                   json.dumps(expressions, sort_keys=True))  # fmt: skip
             place = found.setdefault(key, {"gpus": gpus, "floor": key[1], "labels": labels,
+                                           "expressions": expressions,
                                            "tolerations": config.get("tolerations", []),
                                            "disk": 0.0, "steps": []})  # fmt: skip
             place["steps"].append(step)
@@ -342,15 +351,21 @@ def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool
 
 def fitting(place: dict[str, Any], node: dict[str, Any]) -> str | None:
     """Why `node` cannot run `place` (None: it can)."""
+    from autocomp.pipelines.cluster.placement import unmet
+
     if node["gpus"] < place["gpus"]:
         return f"{node['gpus']} GPUs"
     memory = node["labels"].get(GPU_MEMORY_LABEL)
-    if place["labels"]:
+    if place["floor"] and place["labels"]:  # autocomp.io/gpu-<N>gb
         missing = [k for k, v in place["labels"].items() if node["labels"].get(k) != v]
         if missing:
             return f"no label {', '.join(missing)}"
-    elif place["floor"] and int(memory or 0) < place["floor"]:
+    elif place["floor"] and _mib(memory) < place["floor"]:
         return f"{GPU_MEMORY_LABEL} {memory or 'absent'} < {place['floor']}"
+    elif not place["floor"]:  # another scheme (cluster.placement): as the scheduler decides
+        why = unmet(node["labels"], place["labels"], place.get("expressions", []))
+        if why:
+            return why
     for taint in node.get("taints", []):
         if not _tolerated(taint, place["tolerations"]):
             shown = f"{taint['key']}{'=' + taint['value'] if taint.get('value') else ''}"
@@ -362,15 +377,23 @@ def fitting(place: dict[str, Any], node: dict[str, Any]) -> str | None:
     return None
 
 
+def _mib(text: str | None) -> int:
+    """A GPU memory label in MiB; 0 when absent or not a whole number (e.g. `80GB`: the
+    scheduler's Gt does not match it either)."""
+    from autocomp.pipelines.cluster.placement import _int
+
+    return max(_int(text) or 0, 0)
+
+
 def label_commands(place: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
     """`kubectl label` commands for GPU nodes that qualify by their memory label but lack
     autocomp's per-size labels (the node-selector placement of backends before 2.14)."""
     commands = []
     for node in nodes:
         memory = node["labels"].get(GPU_MEMORY_LABEL)
-        if node["gpus"] < place["gpus"] or not memory:
+        if node["gpus"] < place["gpus"] or not _mib(memory):
             continue
-        wanted = [f"{tier_label(t)}=true" for t in node_tiers(int(memory))
+        wanted = [f"{tier_label(t)}=true" for t in node_tiers(_mib(memory))
                   if node["labels"].get(tier_label(t)) != "true"]  # fmt: skip
         if wanted and any(k in [w.split("=")[0] for w in wanted] for k in place["labels"]):
             commands.append(f"kubectl label node {node['name']} {' '.join(wanted)}")
@@ -380,8 +403,7 @@ def label_commands(place: dict[str, Any], nodes: list[dict[str, Any]]) -> list[s
 def check_gpus(report: Report, nodes: list[dict[str, Any]], places: list[dict[str, Any]]) -> None:
     cards = ", ".join(f"{name} {mib}" for name, (_, mib) in GPU_CARDS.items())
     for place in places:
-        size = (", ".join(place["labels"]) if place["labels"]
-                else f"{GPU_MEMORY_LABEL} >= {place['floor']}")  # fmt: skip
+        size = _shown_requirement(place)
         what = f"gpu {place['gpus']}x ({size})"
         steps = ", ".join(sorted(set(place["steps"])))
         fit = [n["name"] for n in nodes if fitting(place, n) is None]
@@ -402,6 +424,45 @@ def check_gpus(report: Report, nodes: list[dict[str, Any]], places: list[dict[st
         report.line("FAIL", what, f"no node runs {steps} ({why or 'no GPU nodes'}){hint}")
 
 
+def _shown_requirement(place: dict[str, Any]) -> str:
+    if place["floor"] and not place["labels"]:
+        return f"{GPU_MEMORY_LABEL} >= {place['floor']}"
+    if place["floor"] or not place.get("expressions"):
+        return ", ".join(
+            f"{k}={v}" if not place["floor"] else k for k, v in place["labels"].items()
+        )
+    parts = [f"{k}={v}" for k, v in place["labels"].items()]
+    for e in place["expressions"]:
+        values = e.get("values") or []
+        more = f" +{len(values) - 1}" if len(values) > 1 else ""
+        shown = f"> {values[0]}" if e["operator"] in ("Gt", "Lt") else f"in {values[0]}{more}"
+        parts.append(f"{e['key']} {shown}")
+    return ", ".join(parts)
+
+
+def check_scheme(report: Report, nodes: list[dict[str, Any]], packages: Packages,
+                 models: list[str]) -> None:  # fmt: skip
+    """Which placement scheme this cluster's GPU nodes carry the labels of, against the one the
+    packages were compiled with; the score classes the package could not place."""
+    from autocomp.pipelines.cluster import placement
+
+    fits = placement.detect(nodes)
+    wanted = {c.name for c in needed_classes(models)}
+    for pipeline, (_, docs) in packages.items():
+        scheme, unplaced = placement.stamped(docs[0])
+        if fits and scheme != "labels" and scheme not in fits:
+            report.line("FAIL", f"placement {pipeline}", f"compiled for {scheme}, the GPU nodes "
+                        f"carry {', '.join(fits)} labels; recompile with `autocomp compile "
+                        f"--placement {fits[0]}`")  # fmt: skip
+        elif fits:
+            report.line("PASS", f"placement {pipeline}", f"{scheme} (the nodes carry "
+                        f"{', '.join(fits)} labels)")  # fmt: skip
+        for name in sorted(set(unplaced) & wanted):
+            report.line("FAIL", f"gpu class {name}", f"no {scheme} card holds it: the models "
+                        "of that class cannot run; leave them out or recompile with another "
+                        "--placement")  # fmt: skip
+
+
 def check_images(report: Report, images: list[str], auths: dict[str, dict[str, str]]) -> None:
     from autocomp.pipelines.cluster.registry import resolve
 
@@ -417,9 +478,7 @@ def nodes_for(classes: list[ScoreClass], nodes: list[dict[str, Any]]) -> dict[st
             n["name"]
             for n in nodes
             if n["gpus"] >= c.gpus
-            and (
-                not c.gpus or int(n["labels"].get(GPU_MEMORY_LABEL, 0)) >= tier_floor_mib(c.gpu_gb)
-            )
+            and (not c.gpus or _mib(n["labels"].get(GPU_MEMORY_LABEL)) >= tier_floor_mib(c.gpu_gb))
         ]
         for c in classes
     }
@@ -463,6 +522,7 @@ def check_cluster(report: Report, namespace: str, packages: Packages,
         return
     check_secrets(report, kube, namespace, needs)
     check_model_cache(report, kube, namespace, sum(1 for n in nodes if n["gpus"]))
+    check_scheme(report, nodes, packages, models)
     check_gpus(report, nodes, placements(packages, [c.name for c in needed_classes(models)]))
     for name in needs["pull_secrets"]:
         with contextlib.suppress(kubeapi.KubeError):  # check_secrets said it

@@ -100,7 +100,10 @@ def image(kind: str) -> str:
 def check_cluster_images() -> None:
     """Refuse to compile for a cluster images that cannot be pulled (see the module's doc)."""
     from autocomp.errors import UsageError
+    from autocomp.pipelines.cluster.validate import check_registry
 
+    if os.environ.get("AUTOCOMP_IMAGE_REGISTRY"):
+        check_registry("AUTOCOMP_IMAGE_REGISTRY", os.environ["AUTOCOMP_IMAGE_REGISTRY"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         locked = image_lock()

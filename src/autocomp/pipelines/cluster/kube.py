@@ -2,7 +2,9 @@
 the `kubernetes` client and the user's kubeconfig: Secrets, the model-cache claim and its storage
 class, nodes, KFP's install ConfigMap (the backend version when the API server says "unknown"),
 image pull secrets, and one short-lived probe Pod. Every call raises Unavailable (with why) when
-there is no client or kubeconfig, or KubeError with the API server's reason."""
+there is no client or kubeconfig, or KubeError with the API server's reason, or with why it did
+not answer (refused, or silent past the network deadline: autocomp.network), or what in its
+answer cannot be read (a Secret's data that is not base64)."""
 
 from __future__ import annotations
 
@@ -40,17 +42,31 @@ class Kube:
     errors: Any  # kubernetes' ApiException (the client library is untyped)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from urllib3.exceptions import HTTPError
+
+        from autocomp.network import ENV, deadline
+
         try:
-            return fn(*args, **kwargs)
+            return fn(*args, _request_timeout=deadline().pair, **kwargs)
         except self.errors as exc:
             raise KubeError(str(exc.reason), exc.status) from None
+        except HTTPError as exc:  # refused, reset, or silent past the deadline
+            why = type(getattr(exc, "reason", None) or exc).__name__
+            raise KubeError(f"the Kubernetes API did not answer ({why}; deadline: "
+                            f"{deadline().read:g} s, ${ENV})") from None  # fmt: skip
 
     def secret(self, namespace: str, name: str) -> dict[str, str]:
-        """The Secret's data, decoded."""
+        """The Secret's data, decoded (data that is not base64 is a KubeError naming the key)."""
+        import binascii
+
         found = self._call(self.core.read_namespaced_secret, name, namespace)
-        return {
-            k: base64.b64decode(v).decode(errors="replace") for k, v in (found.data or {}).items()
-        }
+        data = {}
+        for key, value in (found.data or {}).items():
+            try:
+                data[key] = base64.b64decode(value, validate=True).decode(errors="replace")
+            except (binascii.Error, ValueError):
+                raise KubeError(f"Secret {name}: the data of key {key} is not base64") from None
+        return data
 
     def secret_type(self, namespace: str, name: str) -> str:
         return self._call(self.core.read_namespaced_secret, name, namespace).type or ""
@@ -87,7 +103,7 @@ class Kube:
             allocatable = node.status.allocatable or {} if node.status else {}
             found.append({
                 "name": node.metadata.name,
-                "gpus": int(allocatable.get("nvidia.com/gpu", 0)),
+                "gpus": gpu_count(allocatable.get("nvidia.com/gpu")),
                 "ephemeral": allocatable.get("ephemeral-storage"),
                 "labels": node.metadata.labels or {},
                 "taints": [{"key": t.key, "value": t.value, "effect": t.effect}
@@ -104,7 +120,10 @@ class Kube:
         """registry host -> {username, password} from a docker-registry Secret."""
         data = self.secret(namespace, secret)
         raw = data.get(".dockerconfigjson") or data.get(".dockercfg") or "{}"
-        return docker_auths(json.loads(raw))
+        try:
+            return docker_auths(json.loads(raw))
+        except (ValueError, AttributeError):
+            raise KubeError(f"Secret {secret}: not a docker config (JSON with `auths`)") from None
 
     def run_pod(self, namespace: str, pod: dict[str, Any], timeout: float = 300) -> dict[str, Any]:
         """Create `pod`, wait for it to end (or `timeout`), return its phase, the waiting reason
@@ -143,13 +162,28 @@ def _waiting_reason(pod: Any) -> str | None:
     return None
 
 
+def gpu_count(text: Any) -> int:
+    """A node's allocatable GPUs from its quantity (`1`, `8`, `1k` = 1000); 0 for none or a
+    value that is not a whole quantity."""
+    import re
+
+    found = re.fullmatch(r"([0-9]{1,9})([kMG]?)", str(text or "0").strip())
+    if not found:
+        return 0
+    return int(found[1]) * {"": 1, "k": 10**3, "M": 10**6, "G": 10**9}[found[2]]
+
+
 def docker_auths(config: dict[str, Any]) -> dict[str, dict[str, str]]:
     """registry host -> {username, password} from a docker config's `auths`."""
     found = {}
     for host, entry in (config.get("auths") or {}).items():
         user, password = entry.get("username"), entry.get("password")
         if entry.get("auth") and not user:
-            user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+            try:
+                decoded = base64.b64decode(entry["auth"], validate=True).decode()
+            except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+                continue
+            user, _, password = decoded.partition(":")
         if user:
             key = host.removeprefix("https://").removeprefix("http://").split("/")[0]
             found[key] = {"username": user, "password": password or ""}
@@ -161,8 +195,12 @@ def connect() -> Kube:
     try:
         from kubernetes import client, config
 
+        configuration = client.Configuration()
         # the library reads $KUBECONFIG once, at import; read it now
-        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None,
+                                client_configuration=configuration)  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (no client or no kubeconfig: the caller says so)
         raise Unavailable(f"no kubeconfig ({type(exc).__name__})") from None
-    return Kube(client.CoreV1Api(), client.StorageV1Api(), client.ApiException)
+    configuration.retries = False  # one attempt within the deadline (Kube._call), said at once
+    api = client.ApiClient(configuration)
+    return Kube(client.CoreV1Api(api), client.StorageV1Api(api), client.ApiException)

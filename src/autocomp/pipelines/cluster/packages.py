@@ -205,6 +205,8 @@ def check_placement(pipeline: str, params: dict[str, Any], docs: list[dict[str, 
               "detector": full.get("detector"), "segmenter": full.get("segmenter"),
               "vqa": full.get("vqa"), "finetune_models": full.get("models")}  # fmt: skip
     configs = executors_config(docs)
+    if pipeline == "evaluate_models":
+        check_unplaced(full.get("models") or [], docs[0])
     for step, labels in STEP_EXECUTORS.items():
         roles = STEPS[step]["gpu_models"]
         if any(models[r] is None for r in roles) or not any(lb in configs for lb in labels):
@@ -223,6 +225,25 @@ def check_placement(pipeline: str, params: dict[str, Any], docs: list[dict[str, 
             f"of {floor} MiB and more; recompile with `autocomp compile --gpu-size "
             f"{step}={tier_for(need)}`, or pick a smaller model",
         )  # fmt: skip
+
+
+def check_unplaced(models: list[str], spec: dict[str, Any]) -> None:
+    """Refuse a run that scores a model of a class the package could not place (no card of its
+    placement scheme holds it: cluster.placement): its pods would stay Pending forever."""
+    from autocomp.pipelines.cluster.placement import stamped
+    from autocomp.pipelines.cluster.plan import ALL, in_all, score_groups
+
+    scheme, unplaced = stamped(spec)
+    if not unplaced:
+        return
+    wanted = set(in_all()[0] if list(models) == [ALL] else models)
+    for klass, members in score_groups().items():
+        hit = sorted(set(members) & wanted)
+        if klass.name in unplaced and hit:
+            raise UsageError("models", hit[0], f"needs {klass.gpus} GPU(s) of {klass.gpu_gb} GB "
+                             f"and no {scheme} node holds that (the package's --placement), so "
+                             "its pods would wait forever; leave it out or recompile with "
+                             "another --placement")  # fmt: skip
 
 
 def check_params(pipeline: str, params: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:

@@ -45,14 +45,16 @@ def parse(image: str) -> Reference:
     return Reference(host, name, digest or tag or "latest")
 
 
-def resolve(image: str, auths: dict[str, dict[str, str]], timeout: float = 20) -> tuple[str, str]:
+def resolve(image: str, auths: dict[str, dict[str, str]]) -> tuple[str, str]:
     """(status, detail) for one image: PASS (the registry has it), FAIL (it answers that it has
     not), SKIP (it wants credentials we do not have, or does not answer)."""
     import urllib3
 
     ref = parse(image)
     url = f"{ref.base}/v2/{ref.name}/manifests/{ref.reference}"
-    http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout))
+    from autocomp.network import urllib3_timeout
+
+    http = urllib3.PoolManager(timeout=urllib3_timeout())  # the one network deadline
     creds = auths.get(ref.host) or (
         auths.get("index.docker.io") if ref.host == DOCKER_HUB else None
     )

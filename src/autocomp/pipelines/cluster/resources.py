@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -150,7 +149,9 @@ def retry_window(retries: int, timeout: str | int) -> int:
 def tier_floor_mib(gpu_gb: int) -> int:
     """The per-GPU memory label (MiB) a node needs for a `gpu_gb` GB class: the class's size in
     GB (10^9 bytes) in MiB, which every card of that size reports at least (GPU_CARDS)."""
-    return math.floor(gpu_gb * 1e9 / 2**20)
+    from autocomp.pipelines.cluster.placement import tier_floor_mib as floor
+
+    return floor(gpu_gb)
 
 
 def node_tiers(memory_mib: int) -> list[int]:
@@ -213,19 +214,25 @@ class Cluster:
     pull_secrets: tuple[str, ...] = ()
     gpu_sizes: tuple[tuple[str, int], ...] = ()
     tolerations: tuple[tuple[str, str, str], ...] = ()  # GPU-node taints beyond nvidia.com/gpu
+    placement: str = "gfd"  # cluster.placement's scheme
+    gpu_labels: tuple[tuple[int, str, str], ...] = ()  # --gpu-label GB:KEY=VALUE (labels)
 
 
 GPU_TOLERATION = ("nvidia.com/gpu", "", "")  # every effect of the GPU operator's/GKE's taint
 
 
 def parse_toleration(text: str) -> tuple[str, str, str]:
-    """`key[=value][:effect]` (kubectl taint's form) as (key, value, effect)."""
+    """`key[=value][:effect]` (kubectl taint's form) as (key, value, effect); the key and value
+    by the grammar the API server validates tolerations with (cluster.validate)."""
     from autocomp.errors import UsageError
+    from autocomp.pipelines.cluster.validate import check_label_key, check_label_value
 
-    rest, _, effect = text.partition(":")
+    rest, _, effect = text.rpartition(":") if text.count(":") else (text, "", "")
     key, _, value = rest.partition("=")
     if not key or effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
         raise UsageError("tolerations", text, "give key[=value][:effect], e.g. sku=gpu:NoSchedule")
+    check_label_key("tolerations", key)
+    check_label_value("tolerations", value)
     return key, value, effect
 
 
@@ -306,7 +313,7 @@ def configure(
 
         chosen = dict(settings.gpu_sizes).get(step)
         tier = chosen or tier_for(step_need(step, profile_models(PROFILES["paper"])) or 0)
-        _place_on_gpus(task, spec["gpus"], tier, settings)
+        _place_on_gpus(task, spec["gpus"], tier, settings, step)
     _wire_volumes_and_secrets(task, spec, settings)
     return task
 
@@ -326,17 +333,32 @@ def _sized(spec: dict[str, Any], planned: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _place_on_gpus(task: Any, gpus: int, gpu_gb: int, settings: Cluster) -> None:
+def _place_on_gpus(
+    task: Any, gpus: int, gpu_gb: int, settings: Cluster, step: str | None = None
+) -> None:
+    """The GPU request, tolerations and the placement scheme's node requirement
+    (cluster.placement). A score class no card of the scheme holds stays unplaced (the package
+    records it, submit refuses a run that scores it); a generation step always runs: refused."""
     from kfp import kubernetes
+
+    from autocomp.pipelines.cluster.placement import place
 
     task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(gpus)
     for key, value, effect in (GPU_TOLERATION, *settings.tolerations):
         kubernetes.add_toleration(task, key=key, operator="Equal" if value else "Exists",
                                   value=value or None, effect=effect or None)  # fmt: skip
-    if settings.target.has("node_affinity"):
-        kubernetes.add_node_affinity(task, match_expressions=gpu_memory_affinity(gpu_gb))
-    else:
-        kubernetes.add_node_selector(task, label_key=tier_label(gpu_gb), label_value="true")
+    found = place(settings.placement, gpus, gpu_gb, settings.target.has("node_affinity"),
+                  settings.gpu_labels)  # fmt: skip
+    if not found.placed and step is not None:
+        from autocomp.errors import UsageError
+
+        raise UsageError("placement", settings.placement, f"{step} needs {gpus} GPU(s) of "
+                         f"{gpu_gb} GB: {found.note}; choose another --placement or "
+                         f"--gpu-size")  # fmt: skip
+    for key, value in found.selector.items():
+        kubernetes.add_node_selector(task, label_key=key, label_value=value)
+    if found.expressions:
+        kubernetes.add_node_affinity(task, match_expressions=found.expressions)
 
 
 def _wire_volumes_and_secrets(task: Any, spec: dict[str, Any], settings: Cluster) -> None:

@@ -9,8 +9,9 @@ PVC where the steps look (HF_HUB_CACHE=/models/hub), by a Job in the run namespa
 - `prefetch()`: `autocomp prefetch`, what the Job runs.
 - `job_manifest()`: the Job `autocomp compile` writes beside the pipelines (dist/), with the
   pipelines' gpu image: no namespace (`kubectl -n <ns> create -f`), no Istio sidecar (a sidecar
-  keeps a Job's pod running after its container exits), and a root init step that makes the
-  cache folders writable by uid 1000 (KFP sets no fsGroup; a fresh volume's root is root's).
+  keeps a Job's pod running after its container exits), and a uid-1000 init step that makes the
+  cache folders (fsGroup 1000 for block volumes; a share must be uid 1000's already) and
+  says so where they are not writable: Pod Security `restricted` allows no root step.
   manifests/base/model-cache-warmup.yaml is the same Job with the image left to set.
 """
 
@@ -139,10 +140,14 @@ HEADER = """\
 #   kubectl -n <namespace> create -f dist/jobs/model-cache-warmup.yaml     (your profile namespace
 #   kubectl -n <namespace> logs -f job/autocomp-model-cache-warmup     in multi-user Kubeflow)
 # No namespace in it; no Istio sidecar (a sidecar keeps a Job's pod running after the download
-# ends); its first step runs as root to hand /models/hub and /models/weights to uid 1000 (the
-# steps' user; KFP sets no fsGroup). HF_TOKEN (autocomp-hf, optional here) for the gated models;
-# file: weights (negclip.pth) are copied into /models/weights by hand. Re-run it after adding
-# models: finished downloads are kept. Written by autocomp.pipelines.cluster.warmup.render.
+# ends; the Job serves nothing, so Kubeflow's global-deny-all has nothing to deny). Pod Security
+# `restricted` (Kubeflow 1.11's kubeflow namespace enforces it): every step as uid 1000, no
+# capabilities, seccomp RuntimeDefault; fsGroup 1000 hands a block volume to the steps' group,
+# and the first step fails with one line where a share's root is not writable by uid 1000
+# (Filestore, a root-squashing NFS export: docs/cluster.md, model cache). HF_TOKEN (autocomp-hf,
+# optional here) for the gated models; file: weights (negclip.pth) are copied into
+# /models/weights by hand. Re-run it after adding models: finished downloads are kept.
+# Written by autocomp.pipelines.cluster.warmup.render.
 """
 
 
@@ -158,10 +163,12 @@ def job_manifest(image: str, pull_secrets: tuple[str, ...] = ()) -> dict[str, An
     hub = MODEL_CACHE_ENV["HF_HUB_CACHE"]
     weights = MODEL_CACHE_ENV["AUTOCOMP_WEIGHTS_DIR"]
     prepare = (
-        f"mkdir -p {hub} {weights} && chown 1000:1000 {MODEL_CACHE_PATH} {hub} {weights} "
-        f"&& chmod 0775 {hub} {weights} || echo 'could not hand {MODEL_CACHE_PATH} to uid "
-        "1000 (a root-squashing NFS export?): make it writable by uid 1000' >&2"
+        f"mkdir -p {hub} {weights} && test -w {hub} && test -w {weights} || {{ echo 'the model "
+        f"cache ({MODEL_CACHE_PATH}) is not writable by uid 1000: give the share to uid 1000 "
+        "(docs/cluster.md, model cache)' >&2; exit 1; }"
     )
+    user = {"runAsUser": 1000, "runAsGroup": 1000, "runAsNonRoot": True,
+            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}  # fmt: skip
     mount = [{"name": "models", "mountPath": MODEL_CACHE_PATH}]
     pod: dict[str, Any] = {
         "restartPolicy": "OnFailure",
@@ -171,9 +178,7 @@ def job_manifest(image: str, pull_secrets: tuple[str, ...] = ()) -> dict[str, An
             "name": "prepare",
             "image": image,
             "command": ["sh", "-c", prepare],
-            "securityContext": {"runAsUser": 0, "runAsNonRoot": False,
-                                "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]}},
+            "securityContext": user,
             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                           "limits": {"cpu": "1", "memory": "256Mi"}},
             "volumeMounts": mount,
@@ -187,9 +192,7 @@ def job_manifest(image: str, pull_secrets: tuple[str, ...] = ()) -> dict[str, An
                 {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
                     "name": HF_SECRET, "key": "token", "optional": True}}},
             ],
-            "securityContext": {"runAsUser": 1000, "runAsGroup": 1000, "runAsNonRoot": True,
-                                "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]}},
+            "securityContext": user,
             "resources": {"requests": {"cpu": "2", "memory": "4Gi"},
                           "limits": {"cpu": "4", "memory": "8Gi"}},
             "volumeMounts": mount,

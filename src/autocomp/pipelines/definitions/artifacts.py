@@ -159,6 +159,30 @@ def publish_run(
         return publish_stage(source, images, scratch, location.store, name, concepts, survival)
 
 
+def use_registry(text: str) -> None:
+    """The compiling machine's registry entries (a score class's) as this process's registry,
+    not the image's (scoring.registry.REGISTRY_ENV)."""
+    import os
+
+    from autocomp.scoring.registry import REGISTRY_ENV
+
+    path = os.path.join(tempfile.mkdtemp(prefix="registry-"), "registry.yaml")
+    Path(path).write_text(text, encoding="utf-8")
+    os.environ[REGISTRY_ENV] = path
+
+
+def merge_ranges(store: str, name: str, models: list[str], config: Any) -> None:
+    """Each model scored in part ranges published as results/<name>/<model> once every range is
+    committed (scoring.ranges.merge); a model one pod scored is published already."""
+    from autocomp.scoring.ranges import merge
+    from autocomp.scoring.registry import get_model
+    from autocomp.store.catalog.benchmarks import open_published
+
+    source = open_published(store, name)
+    for model in models:
+        merge(get_model(model), source, config, store, f"results/{name}")
+
+
 def collect_results(store: str, name: str, models: list[str], out: str | Path) -> Any:
     """One summary over the score runs published for `models` (results/<name>/<model>), read
     from the store (the fan-in of a score class, by key)."""

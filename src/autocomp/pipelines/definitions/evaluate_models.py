@@ -12,6 +12,15 @@ means are decided at compile time, so a model added to the registry needs no cha
 recompile (and its score steps receive the compiling machine's registry entry). The score
 settings (blind modes, choice options, limit, batch size) are parameters of the pipeline, from
 the plumbing table, and reach every score step as its ScoreConfig.
+
+Data-parallel scoring: each class's loop runs over (model, part range) items (select_models:
+`<model>@<k>-of-<K>`, or the model alone for K = 1), K per model from the capacity plan at
+compile time (pool.score_ranges: the ranges that bring one pod's expected wall under
+MAX_WALL) unless the run's `score_ranges` says otherwise, the loop's parallelism the class's
+range pods in the same plan (pool.score_parallelism); each range is one pod that commits
+its parts, and the class's collect step merges a model's ranges into its published run
+(scoring.ranges). One flat ParallelFor over a list parameter, no nested loop and no
+`dsl.Collected`: every supported backend runs it (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from typing import Any, List  # noqa: UP035  (KFP reads the annotation's name)
 
 from autocomp.pipelines import plumbing
 from autocomp.pipelines.cluster.plan import in_all, registry_text, score_groups
+from autocomp.pipelines.cluster.pool import score_parallelism, score_ranges
 from autocomp.pipelines.cluster.resources import ScoreClass
 from autocomp.pipelines.definitions.builder import Build, graph
 
@@ -33,7 +43,8 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
 
     registry = registry_text(members)
     settings = plumbing.fed("score")  # the score configuration's fields, from the run
-    kinds = {"models": List[str], "count": int, "store": str, "name": str,  # noqa: UP006
+    kinds = {"models": List[str], "count": int, "items": List[str],  # noqa: UP006
+             "store": str, "name": str,
              **{f: plumbing.kfp_type(p) for f, p in settings.items()}}  # fmt: skip
     parameters = [
         inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind)
@@ -43,9 +54,9 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
 
     def group(p: Any) -> None:
         with dsl.If(p["count"] > 0, name=f"any-{score.name}"):
-            with dsl.ParallelFor(
-                items=p["models"], parallelism=score.parallelism, name=f"models-{score.name}"
-            ) as model:
+            with dsl.ParallelFor(  # one pod per model, or per range of a model's parts
+                items=p["items"], parallelism=score_parallelism(score), name=f"models-{score.name}"
+            ) as item:
                 # a component of its own per class: its executor label (exec-score-<class>)
                 # then carries the class's resources and node affinity unambiguously (KFP
                 # numbers the labels of one shared component by set order, which varies with
@@ -56,7 +67,7 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
                     score=score,
                     component_name=f"score-{score.name}",
                     display=f"score-{score.name}",
-                    model=model,
+                    model=item,
                     store=p["store"],
                     name=p["name"],
                     registry=registry,
@@ -69,7 +80,9 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
                 store=p["store"],
                 name=p["name"],
                 models=p["models"],
-            ).after(scored)  # every model of the class, read from the store
+                registry=registry,
+                **{key: p[key] for key in settings},
+            ).after(scored)  # every model of the class (its ranges merged), from the store
 
     description = f"score models of class {score.name}"
     return graph(f"class-{score.name}", description, parameters, None, helps, group)
@@ -86,6 +99,7 @@ def build(cluster: bool = True) -> Any:
               for score, members in score_groups().items()}  # fmt: skip
     everything, left_out = in_all()
     known = [name for members, _ in groups.values() for name in members]
+    planned = score_ranges(known)  # part ranges per model: the capacity plan's, at compile time
 
     @b.pipeline(
         "evaluate_models",
@@ -104,11 +118,14 @@ def build(cluster: bool = True) -> Any:
                 everything=everything,
                 known=known,
                 left_out=left_out,
+                planned=planned,
+                score_ranges=p["score_ranges"],
             )
             scored.append(
                 group(
                     models=chosen.outputs["models"],
                     count=chosen.outputs["count"],
+                    items=chosen.outputs["items"],
                     store=p["store"],
                     name=p["name"],
                     **plumbing.inputs("score", p),
