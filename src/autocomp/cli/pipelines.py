@@ -23,11 +23,10 @@ def _compile(args: argparse.Namespace) -> None:
     target = target_for(args.backend)
     sizes = {}
     for item in args.gpu_sizes:
-        step, sep, digits = item.partition("=")
-        gb = whole_number(digits)
-        if not sep or gb is None:
+        step, sep, gb = item.partition("=")
+        if not sep or whole_number(gb) is None:  # ASCII digits: int() never sees '²'
             raise UsageError("gpu_sizes", item, "must look like step=GB, e.g. render=48")
-        sizes[step] = gb
+        sizes[step] = int(gb)
     done = compile_all(args.out, args.backend, tuple(args.pull_secrets), sizes,
                        tuple(args.tolerations), args.placement, tuple(args.gpu_labels))  # fmt: skip
     for name, path in done.items():
@@ -214,8 +213,7 @@ def _run(args: argparse.Namespace) -> None:
     print(f"results:   {out / 'results'} (score runs; `autocomp report --run {out}` reads both)")
     print(f"logs:      {out / 'logs'}")
     print(f"report:    {out / 'report' / 'index.html'}")
-    for line in random_weights_note(sorted((out / "results").iterdir())):
-        print(line)
+    print("".join(f"{n}\n" for n in random_weights_note((out / "results").iterdir())), end="")
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
