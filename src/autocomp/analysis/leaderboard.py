@@ -196,10 +196,14 @@ def _benchmark(target: Store, name: str) -> tuple[str, str]:
 
 def collect(stores: list[str]) -> list[Run]:
     """Every score run in `stores` (results/<benchmark>/<model>), read and checked."""
-    from autocomp.store.stores import open_store
+    from autocomp.store.stores import local_root, open_store
 
     runs: list[Run] = []
     for uri in stores:
+        root = local_root(uri)
+        if root is not None and not root.is_dir():
+            raise UsageError("stores", uri, "is not a folder; give a store: a folder holding "
+                             "results/<benchmark>/<model>, or an s3:// URI")  # fmt: skip
         target = open_store(uri)
         names = sorted(n for n in target.outputs("results/") if n.count("/") == 2)
         benchmarks = {b: _benchmark(target, b) for b in {n.split("/")[1] for n in names}}

@@ -41,6 +41,7 @@ FLAGS: dict[str, str] = {  # library name -> how every verb spells it
 VERB_FLAGS: dict[str, dict[str, str]] = {  # verb -> its own spellings, over FLAGS
     "finetune report": {"folders": "--runs"},  # analysis.finetune.write_report(folders, ...)
     "plan": {"models": "--models"},  # capacity.plan(models=...): `--models all` as the issue asks
+    "leaderboard": {"stores": "--store"},  # leaderboard.build(stores): a repeatable --store
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 

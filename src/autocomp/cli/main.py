@@ -5,8 +5,8 @@ UsageError from the stages (which name a field or parameter; printed with the fl
 typed, autocomp.cli.flags), argparse's own complaints (one line, not its usage block), and file
 system errors on the paths a user gave. Ctrl-C exits 130 after the stage has removed its partial
 output. A store that stays unreachable after its retries exits 1, also with one line. The verbs
-live in one module per group (protocol, generation, scoring, imports, pipelines, plan, report,
-audit, finetune); `audit` and `finetune` are verb groups (`autocomp finetune score`).
+live in one module per group (protocol, generation, scoring, imports, pipelines, cluster, plan,
+report, audit, finetune); `audit` and `finetune` are verb groups (`autocomp finetune score`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import NoReturn
 from autocomp import __version__
 from autocomp.cli import (
     audit,
+    cluster,
     finetune,
     flags,
     generation,
@@ -33,7 +34,7 @@ from autocomp.cli import (
 from autocomp.errors import UsageError
 from autocomp.store.storage import StorageError
 
-GROUPS = (protocol, generation, scoring, imports, pipelines, plan, report, audit, finetune)
+GROUPS = (protocol, generation, scoring, imports, pipelines, cluster, plan, report, audit, finetune)
 
 
 class OneLineParser(argparse.ArgumentParser):

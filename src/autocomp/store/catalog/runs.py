@@ -27,6 +27,7 @@ Plain pyarrow: no model library, nothing of autocomp.scoring (the layer above).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -221,11 +222,14 @@ class ScoreRun:
     # ------------------------------------------------------------------ reading
 
     def read_predictions(self) -> pa.Table:
-        """Every prediction row, parts older than `truncated` and `score_type` included."""
-        parts = sorted(self.predictions.glob("part-*.parquet"))
-        if not parts:
+        """Every prediction row, parts older than `truncated` and `score_type` included; a part
+        holding exactly the items of an earlier one (a copy under a new number) is left out and
+        reported, parts sharing only some items are refused (_distinct)."""
+        tables = _distinct(
+            [(p, _read(p, option=self.option).replace_schema_metadata(None)) for p in self._parts()]
+        )
+        if not tables:
             return PREDICTIONS_SCHEMA.empty_table()
-        tables = [_read(p, option=self.option).replace_schema_metadata(None) for p in parts]
         return with_score_type(pa.concat_tables(tables, promote_options="default"))
 
     def summarize(self) -> pa.Table:
@@ -264,6 +268,30 @@ class ScoreRun:
 
 
 SUMMED = ("correct", "failed", "tie", "truncated")
+
+
+def _distinct(parts: list[tuple[Path, pa.Table]]) -> list[pa.Table]:
+    """The prediction parts to count, in order: a part whose items (sample ids) are exactly an
+    earlier part's is a copy, left out with a note on stderr, never counted twice; parts that
+    share only some items are refused, naming both (one was changed or put there by hand)."""
+    kept: list[tuple[Path, pa.Table, frozenset[str]]] = []
+    for path, table in parts:
+        ids = frozenset(table.column("sample_id").to_pylist())
+        for first, _, earlier in kept:
+            shared = ids & earlier
+            if not shared:
+                continue
+            if ids == earlier:
+                print(f"{path}: holds the same {len(ids)} items as {first.name} (a copy); "
+                      "it is not counted", file=sys.stderr)  # fmt: skip
+                break
+            raise UsageError(
+                "run", f"{first}, {path.name}", f"share {len(shared)} items: one was changed or "
+                f"put there by hand; delete {path.name} (its items are scored again on resume)",
+            )  # fmt: skip
+        else:
+            kept.append((path, table, ids))
+    return [table for _, table, _ in kept]
 
 
 def summarize_parts(parts: Iterable[pa.Table]) -> pa.Table:
