@@ -49,3 +49,4 @@ fast_lane_loads_no_model
 fixture_path
 no_kubeconfig
 short_deadline
+no_hub

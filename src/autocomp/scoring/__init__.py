@@ -67,9 +67,11 @@ def load_scorer(
     """The scorer of a model (a registered name, or an entry such as an ad-hoc one from
     autocomp.scoring.specs), weights loaded through the backend's own loader; `batch_size`:
     candidate texts per forward pass (None: the backend's default)."""
+    from autocomp.scoring.hub import check_reachable
     from autocomp.scoring.registry import ModelEntry, get_model
 
     entry = model if isinstance(model, ModelEntry) else get_model(model)
+    check_reachable(entry)  # an unreachable hub: one line in seconds, not minutes of retries
     backend = entry.kind
     if batch_size is not None:
         options[backend.batch_option] = batch_size
