@@ -438,7 +438,8 @@ def test_schedule_sends_a_recurring_run_of_the_local_version(compiled, kfp_api, 
             "--name", "weekly-flux", "--cron", "0 0 3 * * 1", "--max-concurrency", "2",
             "--param", "name=2024", "--param", "renderer=sd3.5-large-turbo",
             "--param", "reuse_concepts=off", "--param", "count=500",
-            "--param", "render_settings={guidance_scale: 3.5}"]  # fmt: skip
+            "--param", "render_settings={guidance_scale: 3.5}",
+            "--store-capacity", "10Ti"]  # fmt: skip
     assert main(argv) == 0
     (job,) = kfp_api.recurring
     assert job["display_name"] == "weekly-flux"
@@ -594,7 +595,8 @@ def test_schedule_refuses_a_name_that_is_not_run_unique(compiled, kfp_api, capsy
     main(["upload", "--host", kfp_api.host, "--dist", str(compiled)])
     argv = ["schedule", "--host", kfp_api.host, "--dist", str(compiled),
             "--pipeline", "generate_benchmark", "--name", "w", "--cron", "0 0 3 * * 1",
-            "--param", "name=w", "--param", "unique_name=false"]  # fmt: skip
+            "--param", "name=w", "--param", "unique_name=false",
+            "--store-capacity", "10Ti"]  # fmt: skip
     assert main(argv) == 2
     assert "run-unique" in capsys.readouterr().err and kfp_api.recurring == []
 

@@ -16,7 +16,9 @@ from tests.pipelines.kfp_standin import KfpStandIn
 
 pytestmark = pytest.mark.slow
 
-WEEKLY = ["--pipeline", "generate_benchmark", "--name", "weekly", "--param", "name=weekly"]
+# a store of the user's own, declared big enough for the default count (KFP's own 20 Gi is not)
+ROOM = ["--store-capacity", "10Ti"]
+WEEKLY = ["--pipeline", "generate_benchmark", "--name", "weekly", "--param", "name=weekly", *ROOM]
 
 
 def _verb(verb: str, api: KfpStandIn, dist, *extra: str) -> list[str]:
@@ -102,7 +104,8 @@ def test_schedule_without_its_flags_is_one_line(api, dist_for, capsys):
 
 def test_submit_says_the_run_its_page_and_the_published_name(api, dist_for, capsys):
     capsys.readouterr()
-    run = ["--pipeline", "generate_benchmark", "--name", "paper-run", "--param", "name=paper-run"]
+    run = ["--pipeline", "generate_benchmark", "--name", "paper-run", "--param", "name=paper-run",
+           *ROOM]  # fmt: skip
     assert main(_verb("submit", api, dist_for(), *run)) == 0
     out = capsys.readouterr().out
     (made,) = api.runs
