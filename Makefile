@@ -31,8 +31,8 @@ lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, dead co
 	$(BIN)/mypy src/autocomp
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
-test: lint ## lint, then the whole test suite (what CI runs), listing its 25 slowest tests
-	HF_HUB_OFFLINE=1 $(BIN)/pytest --durations=25
+test: lint ## lint, then the whole test suite on two workers (what CI runs), listing its 25 slowest tests
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra" -n 2

@@ -152,8 +152,8 @@ def run(
     walls, steps, stored = {}, {}, {}
     with LoadSampler() as load, LocalRun(out, offline=True, tty=False) as session:
         for pipeline, tag, extra in runs:
-            if pipeline == "evaluate_models":
-                _clear_scores(store)  # each K scores from nothing
+            if pipeline == "evaluate_models" and len(ranges) > 1:
+                _clear_scores(store)  # each K scores from nothing (one K: resume as it is)
             probe = out / f"probe{tag.strip().replace('=', '')}"
             os.environ["AUTOCOMP_SCALE_PROBE"] = str(probe)
             started = time.time()

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONCEPTS = 200
 MODELS = ("tiny-clip", "tiny-siglip")
 SMALL_PARTS = {"max_candidates": 64}  # dozens of parts: a kill lands between two commits
+SCORE = "score-cpu K=1"  # the score step of the one evaluation (scale_simulation names it by K)
 
 
 def _simulation():
@@ -52,14 +53,15 @@ def s3(s3_server):  # noqa: F811
 @pytest.fixture(scope="module")
 def simulated(s3, tmp_path_factory):
     out = tmp_path_factory.mktemp("scale") / "run"
-    figures = _simulation().run(CONCEPTS, out, s3, MODELS, **SMALL_PARTS)
+    figures = _simulation().run(CONCEPTS, out, s3, MODELS, ranges=(1,), **SMALL_PARTS)
     return out, s3, figures
 
 
 def test_no_image_passes_through_an_artifact_and_streaming_steps_stay_bounded(simulated):
     out, store, figures = simulated
     steps = figures["steps"]
-    assert {"render", "validate", "curate", "publish", "score-cpu", "report"} <= set(steps)
+    # one evaluation, with one score range per model: its steps are named with K=1
+    assert {"render", "validate", "curate", "publish", SCORE, "report K=1"} <= set(steps)
     # the artifacts kfp.local kept (every output of every task) hold no image and no benchmark
     artifacts = [p for p in (out / "kfp").rglob("*") if p.is_file()]
     figures_of_report = [p for p in artifacts if "figures" in p.parts]  # the report's PNGs
@@ -71,7 +73,7 @@ def test_no_image_passes_through_an_artifact_and_streaming_steps_stay_bounded(si
     assert steps["render"]["written"] > images * 500 and steps["render"]["peak_disk"] < 1e6
     assert steps["validate"]["read"] >= steps["render"]["written"] * 0.9
     # publish and the score steps hold a few parts whatever the benchmark's size
-    assert steps["publish"]["peak_disk"] < 5e6 and steps["score-cpu"]["peak_disk"] < 1e6
+    assert steps["publish"]["peak_disk"] < 5e6 and steps[SCORE]["peak_disk"] < 1e6
     assert figures["store"]["benchmarks"] > images * 500  # the images, embedded
 
 
@@ -128,7 +130,7 @@ def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(sim
         f"spec = importlib.util.spec_from_file_location('s', {str(ROOT / 'benchmarks' / 'scale_simulation.py')!r}); "
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
         f"m.run({CONCEPTS}, __import__('pathlib').Path({str(tmp_path / 'killed')!r}), {uri!r}, "
-        f"({model!r},), pipelines=('evaluate_models',), max_candidates=64)"
+        f"({model!r},), pipelines=('evaluate_models',), ranges=(1,), max_candidates=64)"
     )  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=os.environ.copy())  # fmt: skip
@@ -146,7 +148,7 @@ def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(sim
     assert store.manifest(f"results/{name}/{model}") is None  # nothing published half-way
     # again: the committed parts are kept, only the rest is scored, the same run is published
     _simulation().run(CONCEPTS, tmp_path / "again", uri, (model,),
-                      pipelines=("evaluate_models",), **SMALL_PARTS)  # fmt: skip
+                      pipelines=("evaluate_models",), ranges=(1,), **SMALL_PARTS)  # fmt: skip
     log = (tmp_path / "again" / "logs" / f"score-cpu-{model}.log").read_text()
     note = next(line for line in log.splitlines() if "resuming after" in line)
     parts = int(note.split("resuming after ")[1].split()[0])

@@ -105,8 +105,8 @@ def _run(args: argparse.Namespace) -> None:
     print(f"benchmark: {out / 'benchmark'} -> store/benchmarks/{where['name']}")
     print(f"results:   {out / 'results'} (score runs; `autocomp report --run {out}` reads both)")
     print(f"logs:      {out / 'logs'}")
-    print(f"report:    {out / 'report' / 'index.html'}")
     print("".join(f"{n}\n" for n in random_weights_note((out / "results").iterdir())), end="")
+    print(f"report:    {out / 'report' / 'index.html'}")  # the last line: where to look
 
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
