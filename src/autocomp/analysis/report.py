@@ -265,6 +265,10 @@ def report_from_store(
         raise UsageError("compare", compare, "benchmark names must differ from --name and "
                          "from each other")  # fmt: skip
     target = open_store(store)
+    for shown, wanted in (("name", name), *(("compare", other) for other in compare)):
+        if target.manifest(f"benchmarks/{wanted}") is None:  # all checked before any fetch
+            raise UsageError(shown, wanted, f"is not a benchmark in {target.uri}; give a name "
+                             "under benchmarks/ there")  # fmt: skip
     run = assemble_run(target, name, Path(out) / "run")
     others = {
         other: assemble_run(target, other, Path(out) / "compare" / other, "compare")
