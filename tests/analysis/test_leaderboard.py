@@ -173,3 +173,22 @@ def test_page_renders_in_headless_chromium(stores, tmp_path):
 
     done = write_leaderboard(stores, tmp_path / "lb")
     assert_renders_in_chromium(done["html"], tmp_path / "lb.png")
+
+
+def test_an_empty_store_says_so(tmp_path):
+    (tmp_path / "store").mkdir()
+    done = write_leaderboard([str(tmp_path / "store")], tmp_path / "lb")
+    html = done["html"].read_text()
+    assert "No score run:" in html and done["runs"] == {} and done["models"] == 0
+
+
+def test_a_store_of_only_damaged_runs_counts_nothing_and_says_so(stores, tmp_path):
+    import shutil
+
+    root = tmp_path / "store"
+    shutil.copytree(stores[0], root)
+    for summary in (root / "results").glob("*/*/summary.parquet"):
+        summary.write_bytes(summary.read_bytes()[:-8] + b"garbage!")
+    done = write_leaderboard([str(root)], tmp_path / "lb")
+    assert set(done["runs"]) == {"damaged"} and done["models"] == 0
+    assert "No current run:" in done["html"].read_text()

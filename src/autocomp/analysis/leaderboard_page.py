@@ -98,6 +98,22 @@ def _cells(rows: list[dict[str, Any]]) -> str:
     return _table(headers, out)
 
 
+def _nothing(board: Board, stores: list[str]) -> str:
+    """What an empty board means, said first: no run at all, or none that counts."""
+    if not board.runs:
+        return (
+            f'<p class="note"><b>No score run:</b> {escape(", ".join(stores))} holds nothing under '
+            "results/&lt;benchmark&gt;/&lt;model&gt; (what <code>autocomp run</code> and the "
+            "evaluate_models pipeline publish).</p>"
+        )
+    if not board.cells:
+        return (
+            '<p class="note"><b>No current run:</b> every run found is stale, superseded or '
+            "damaged (see Runs and provenance); none is counted.</p>"
+        )
+    return ""
+
+
 def _generator_row(g: dict[str, Any]) -> str:
     delta = f"{100 * g['delta']:+.1f} [{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]"
     side_a = f"{g['benchmark_a']} ({g['generator_a']})"
@@ -162,7 +178,7 @@ def page(board: Board, rows: list[dict[str, Any]], stores: list[str]) -> str:
 <h1>autocomp leaderboard</h1>
 <p class="note">Stores: {escape(", ".join(stores))}. Runs: {escape(summary)}. Generators:
 {escape(", ".join(generators) or "none")}. autocomp {escape(__version__)}.</p>
-{honesty}
+{honesty}{_nothing(board, stores)}
 <p class="note">Accuracy with the report's 95 % interval; the rank interval is every rank a run
 could hold in its cell given the intervals; the mean win rate is the share of the other runs it
 beats in a cell (ties count half), averaged over its cells. Stale runs (their benchmark was
