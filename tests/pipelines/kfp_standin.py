@@ -29,6 +29,13 @@ backend/src/apiserver at 2.15.0 unless said):
 - errors: grpc-gateway's body, `{"code", "message", "details"}` from 2.14 (grpc-gateway v2) and
   `{"error", "code", "message", "details"}` up to 2.5 (v1); the upload endpoints write
   `{"error_message", "error_details"}` (pipeline_upload_server.go:423 writeErrorToResponse).
+- the ScheduledWorkflow controller's tick (`fire`): a recurring run that is enabled and below
+  its max_concurrency makes a new run of its pipeline version and parameters, with
+  `{{workflow.uid}}` replaced by the new run's id (crd/controller/scheduledworkflow/util/
+  scheduled_workflow.go:155 NewWorkflow, :183 ReplaceUID, :202/:207 enabled and concurrency
+  checks); `executor` (tests/pipelines/kfp_runs.execute) then runs it here to its end, and the
+  run ends SUCCEEDED or FAILED with the failed task chain in `run_details.task_details` and the
+  run's `error`, as the persistence agent reports them;
 - healthz: both /apis/v1beta1/healthz and /apis/v2beta1/healthz answer `commit_sha`, `tag_name`
   and `multi_user` (main.go:355-365; v2beta1 adds `pipeline_store`). Release images 2.4-2.15
   answer `tag_name: "unknown"` (built without TAG_NAME): `KfpStandIn(tag_name="unknown")`.
@@ -40,6 +47,7 @@ import json
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from email.parser import BytesParser
 from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -96,6 +104,7 @@ class KfpStandIn:
         self.experiments: dict[str, dict] = {}
         self.runs: list[dict] = []
         self.recurring: list[dict] = []
+        self.executor: Callable[[list, dict, str], tuple[str, list[str]]] | None = None
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.host = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -198,6 +207,38 @@ class KfpStandIn:
         if answered is not None:
             return answered
         return self.status(404, 5, f"no route {method} {route}")
+
+    # ------------------------------------------------------------------ the scheduler
+
+    def fire(self, recurring_run_id: str) -> dict | None:
+        """One tick of the recurring run's schedule; the run it made (None: disabled, or as many
+        runs going as its max_concurrency)."""
+        swf = next(r for r in self.recurring if r["recurring_run_id"] == recurring_run_id)
+        going = [r for r in self.runs if r.get("recurring_run_id") == recurring_run_id
+                 and r["state"] in ("PENDING", "RUNNING")]  # fmt: skip
+        if swf["status"] != "ENABLED" or len(going) >= int(swf.get("max_concurrency") or 1):
+            return None
+        run_id = str(uuid.uuid4())
+        given = (swf.get("runtime_config") or {}).get("parameters") or {}
+        params = json.loads(json.dumps(given).replace("{{workflow.uid}}", run_id))
+        run = {"run_id": run_id, "display_name": f"{swf['display_name']}-{len(self.runs)}",
+               "recurring_run_id": recurring_run_id, "experiment_id": swf.get("experiment_id"),
+               "pipeline_version_reference": swf["pipeline_version_reference"],
+               "runtime_config": {"parameters": params}, "namespace": swf["namespace"],
+               "state": "RUNNING", "created_at": TIME}  # fmt: skip
+        self.runs.append(run)
+        if self.executor is not None:
+            docs = self.packages[swf["pipeline_version_reference"]["pipeline_version_id"]]
+            state, failed = self.executor(docs, params, run_id)
+            run["state"], run["finished_at"] = state, TIME
+            run["run_details"] = {"task_details": [
+                {"display_name": name, "state": "FAILED"} for name in failed]}  # fmt: skip
+            if failed:
+                run["error"] = {
+                    "code": 2,
+                    "message": "Inner task failed: " + " inside ".join(failed),
+                }
+        return run
 
     # ------------------------------------------------------------------ runs: get, retry
 

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from autocomp.config import PROFILES, with_overrides
-from autocomp.errors import ParameterError
+from autocomp.errors import ParameterError, UsageError
 from autocomp.pipelines import checks, plumbing
 from autocomp.pipelines.plumbing import LOCAL_ONLY, PARAMETERS, PIPELINES, stages
 
@@ -228,7 +228,17 @@ def test_building_a_pipeline_resolves_no_image_when_imported():
 # ----------------------------------------------------------------------------- checks
 
 GOOD = {"generate_benchmark": {"name": "run-1"}, "evaluate_models": {"name": "run-1"},
-        "finetune_models": {"name": "run-1"}}  # fmt: skip
+        "finetune_models": {"name": "run-1"}, "generate_and_evaluate": {"name": "run-1"}}  # fmt: skip
+
+
+def test_the_chained_pipeline_takes_both_pipelines_parameters_once():
+    chained = [p.name for p in PARAMETERS["generate_and_evaluate"]]
+    generate = [p.name for p in PARAMETERS["generate_benchmark"]]
+    evaluate = [p.name for p in PARAMETERS["evaluate_models"] if p.name not in ("name", "store")]
+    assert chained == generate + evaluate  # evaluate_models' name: the published one
+    assert checks.check("generate_and_evaluate", {"name": "run-1", "models": ["all"]})
+    with pytest.raises(UsageError, match="models"):  # each part's own rules hold
+        checks.check("generate_and_evaluate", {"name": "run-1", "models": []})
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES)

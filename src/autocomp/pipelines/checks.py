@@ -31,6 +31,7 @@ from autocomp.pipelines.plumbing import (
     fed,
     kfp_type,
     parameters,
+    parts,
     stage_config,
     stages,
 )
@@ -62,7 +63,7 @@ def _check_models(pipeline: str, models: list[Any]) -> None:
 
     if not models or not all(isinstance(m, str) for m in models):
         raise UsageError("models", models, "name one or more models (or [all])")
-    if pipeline == "evaluate_models" and models == [ALL]:
+    if "evaluate_models" in parts(pipeline) and models == [ALL]:
         return
     if ALL in models:
         raise UsageError("models", models, "`all` stands alone: models=[all]")

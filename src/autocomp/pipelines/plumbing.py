@@ -43,8 +43,16 @@ DISPLAY_NAMES = {  # each pipeline's name in KFP (its compiled pipelineInfo.name
     "generate_benchmark": "autocomp-generate-benchmark",
     "evaluate_models": "autocomp-evaluate-models",
     "finetune_models": "autocomp-finetune-models",
+    "generate_and_evaluate": "autocomp-generate-and-evaluate",
 }
 PIPELINES = tuple(DISPLAY_NAMES)
+# a pipeline that nests others, each run on what the one before published (the recurring
+# whole loop: docs/cluster.md "Recurring runs"): its parameters are theirs, the later ones'
+# `name` being the earlier one's output
+CHAINED: dict[str, tuple[str, ...]] = {
+    "generate_and_evaluate": ("generate_benchmark", "evaluate_models"),
+}
+CHAIN_FED = ("name",)  # the parameters a later pipeline of a chain takes from the one before
 # the pipelines' store default: KFP's own bucket, under the prefix every profile may write
 # (multi-user KFP 2.15+ limits a profile's keys to mlpipeline/.../<ns> and shared/; docs/cluster.md)
 DEFAULT_STORE = "s3://mlpipeline/shared/autocomp"
@@ -200,6 +208,17 @@ PARAMETERS: dict[str, tuple[Parameter, ...]] = {
         _run("report_seed", "the report's bootstrap seed", 0),
     ),
 }
+
+PARAMETERS["generate_and_evaluate"] = (
+    *PARAMETERS["generate_benchmark"],
+    *(p for p in PARAMETERS["evaluate_models"] if p.name not in ("store", *CHAIN_FED)),
+)
+
+
+def parts(pipeline: str) -> tuple[str, ...]:
+    """The pipelines one run of `pipeline` runs: those it nests (CHAINED), or itself."""
+    return CHAINED.get(pipeline, (pipeline,))
+
 
 LOCAL_ONLY: dict[str, str] = {  # `stage.field` (or `profile.field`): why no parameter sets it
     "caption.num_shards": "the pipeline captions in one task (vLLM batches the whole set); "

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp.errors import UsageError
+from autocomp.pipelines import plumbing
 from autocomp.pipelines.cluster import backends
 from autocomp.pipelines.cluster.packages import (  # noqa: F401  (the client's public names)
     check_params,
@@ -381,7 +382,7 @@ def with_draw(pipeline: str, params: dict[str, Any]) -> dict[str, Any]:
             "a recurring fine-tuning run would replay the "
             "first one from KFP's cache; submit it when its benchmark changes",
         )
-    if pipeline != "generate_benchmark":
+    if "generate_benchmark" not in plumbing.parts(pipeline):
         return params
     if params.get("draw") == "":
         raise UsageError(

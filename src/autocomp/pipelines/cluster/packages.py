@@ -16,6 +16,7 @@ from typing import Any
 
 from autocomp import __version__
 from autocomp.errors import UsageError
+from autocomp.pipelines import plumbing
 from autocomp.pipelines.plumbing import DISPLAY_NAMES
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3 bucket naming rules
@@ -205,7 +206,7 @@ def check_placement(pipeline: str, params: dict[str, Any], docs: list[dict[str, 
               "detector": full.get("detector"), "segmenter": full.get("segmenter"),
               "vqa": full.get("vqa"), "finetune_models": full.get("models")}  # fmt: skip
     configs = executors_config(docs)
-    if pipeline == "evaluate_models":
+    if "evaluate_models" in plumbing.parts(pipeline):
         check_unplaced(full.get("models") or [], docs[0])
     for step, labels in STEP_EXECUTORS.items():
         roles = STEPS[step]["gpu_models"]
@@ -274,7 +275,7 @@ def published_as(pipeline: str, params: dict[str, Any], spec: dict[str, Any], ru
     from autocomp.pipelines.cluster.plan import published_name
 
     definitions = input_definitions(spec)
-    if pipeline != "generate_benchmark" or "unique_name" not in definitions:
+    if "generate_benchmark" not in plumbing.parts(pipeline) or "unique_name" not in definitions:
         return ""
     full = {**{k: _default(d) for k, d in definitions.items() if "defaultValue" in d}, **params}
     return published_name(str(full["name"]), run_id, bool(full["unique_name"]))

@@ -131,6 +131,7 @@ CHAINS = {  # the steps of each pipeline in order; "score-*" stands for every sc
     "finetune_models": ("finetune_split", "finetune_plan", "finetune_train", "finetune_score",
                         "finetune_report"),
 }  # fmt: skip
+CHAINS["generate_and_evaluate"] = (*CHAINS["generate_benchmark"], *CHAINS["evaluate_models"])
 
 
 def _pods(step: object) -> list[Pod]:

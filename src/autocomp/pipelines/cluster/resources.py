@@ -73,6 +73,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "publish": {"cpu": "4", "memory": "16G", "cache": False, "retries": 3, "store": True,
                 "timeout": "12h"},
     "select_models": {"cpu": "1", "memory": "1G", "cache": False, "timeout": "10m"},
+    "benchmark_name": {"cpu": "1", "memory": "1G", "cache": False, "timeout": "10m"},
     "collect_scores": {"cpu": "2", "memory": "4G", "cache": False, "store": True,
                        "timeout": "1h"},
     "report": {"cpu": "2", "memory": "8G", "cache": False, "retries": 3, "store": True,

@@ -35,6 +35,7 @@ KEPT = {
     "generate_benchmark": ("work/render", "work/validate", "work/tables", "benchmarks"),
     "evaluate_models": ("results",),
 }
+KEPT["generate_and_evaluate"] = KEPT["generate_benchmark"] + KEPT["evaluate_models"]
 
 
 def parse_size(text: str) -> float:

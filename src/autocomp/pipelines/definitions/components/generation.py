@@ -304,6 +304,24 @@ def negatives(
 
 
 @component("core")
+def benchmark_name(name: str, run_id: str, unique: bool) -> str:
+    """The name a generate_benchmark run of these parameters publishes under (the publish
+    step's own rule, plan.published_name): what generate_and_evaluate scores.
+
+    Args:
+        name: the benchmark's name
+        run_id: the KFP run's id
+        unique: publish under <name>-<first 8 hex of the run id> (else under name)
+
+    Returns:
+        Output: the published name
+    """
+    from autocomp.pipelines.cluster.plan import published_name
+
+    return published_name(name, run_id, unique)
+
+
+@component("core")
 def publish(
     benchmark: Input[Dataset],
     work: Input[Dataset],
