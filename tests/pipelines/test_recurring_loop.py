@@ -74,6 +74,9 @@ def test_one_schedule_publishes_a_benchmark_and_its_scores(api, s3_env, capsys):
     benchmark = _keys(s3_env, f"benchmarks/{name}/")
     assert f"benchmarks/{name}/README.md" in benchmark
     assert any(k.startswith(f"benchmarks/{name}/data/test-") for k in benchmark)
+    card = _client(s3_env).get_object("autocomp", f"loop/benchmarks/{name}/README.md").read()
+    assert "| renderer | tiny-sd3 | random |" in card.decode()  # the generator, by the card
+    assert "**Untrained models:" in card.decode()
     scored = _keys(s3_env, f"results/{name}/tiny-clip/")
     assert f"results/{name}/tiny-clip/summary.parquet" in scored, sorted(scored)
 

@@ -61,3 +61,24 @@ def test_publish_fetch_and_reuse_the_concept_set(tmp_path):
         reused.column("concept_id").to_pylist()
         == pq.read_table(tmp_path / "concepts.parquet").column("concept_id").to_pylist()
     )
+
+
+def test_the_card_names_the_generators_and_says_when_their_weights_are_random(tmp_path):
+    from autocomp.pipelines.definitions.artifacts import generated_by
+
+    bench = _benchmark(tmp_path)
+    tiny = generated_by({"captioner": "tiny-llm", "renderer": "tiny-sd3", "detector": "",
+                         "segmenter": "tiny-sam2", "vqa": "tiny-qwen2.5-vl"})  # fmt: skip
+    real = generated_by({"renderer": "flux-dev", "vqa": "qwen2.5-vl-7b"})
+    assert "detector" not in tiny and real["renderer"] == {"model": "flux-dev",
+                                                           "weights": "pretrained"}  # fmt: skip
+    cards = {}
+    for name, made in (("tiny", tiny), ("flux", real)):
+        publish_stage(bench, tmp_path / "render", tmp_path / "work", str(tmp_path / "store"),
+                      name, generated_by=made)  # fmt: skip
+        cards[name] = (tmp_path / "store" / "benchmarks" / name / "README.md").read_text()
+    assert "| renderer | tiny-sd3 | random |" in cards["tiny"]
+    assert "| renderer | flux-dev | pretrained |" in cards["flux"]  # runs told apart by the card
+    said = "**Untrained models: captioner tiny-llm, renderer tiny-sd3, segmenter tiny-sam2, vqa "
+    assert said + "tiny-qwen2.5-vl have random weights**" in cards["tiny"]
+    assert "Untrained" not in cards["flux"] and "random" not in cards["flux"]

@@ -59,9 +59,25 @@ def _schedule(args: argparse.Namespace) -> None:
         print(f"recurring run {run_id} ({args.name}): {args.pipeline} on '{args.cron}', "
               f"{said.get(action, action)}")  # fmt: skip
 
-    schedule_package(args.pipeline, args.dist, args.name, args.cron, args.param,
+    dist, items = _generator(args)
+    schedule_package(args.pipeline, dist, args.name, args.cron, items,
                      args.experiment, args.max_concurrency, args.catchup,
-                     _note(args), done, args.store_capacity, **_where(args))  # fmt: skip
+                     _note(args), done, args.store_capacity,
+                     upload_first=bool(args.renderer), **_where(args))  # fmt: skip
+
+
+def _generator(args: argparse.Namespace) -> tuple[str, list[str]]:
+    """(dist, --param items) of a run: with --renderer, the packages compiled for that
+    renderer (pipelines.generators) and `renderer=` among the parameters."""
+    if not args.renderer:
+        return args.dist, args.param
+    if any(item.startswith("renderer=") for item in args.param):
+        raise UsageError("renderer", args.renderer, "give the renderer once: --renderer, "
+                         "or --param renderer=, not both")  # fmt: skip
+    from autocomp.pipelines.generators import generator_dist
+
+    dist = generator_dist(args.pipeline, args.dist, args.renderer, _note(args))
+    return str(dist), [*args.param, f"renderer={args.renderer}"]
 
 
 def _manage_schedules(args: argparse.Namespace) -> None:
@@ -90,9 +106,10 @@ def _submit(args: argparse.Namespace) -> None:
     from autocomp.pipelines.cluster.client import submit_package
 
     said: dict[str, str] = {}
-    run_id = submit_package(args.pipeline, args.dist, args.name, args.param, args.experiment,
+    dist, items = _generator(args)
+    run_id = submit_package(args.pipeline, dist, args.name, items, args.experiment,
                             _note(args), said=said, store_capacity=args.store_capacity,
-                            **_where(args))  # fmt: skip
+                            upload_first=bool(args.renderer), **_where(args))  # fmt: skip
     print(f"run {run_id}: {args.pipeline}")
     print(f"  ui:        {said['ui']}")
     if said.get("publishes"):
@@ -238,6 +255,13 @@ def _add_submit_and_schedule(verbs: argparse._SubParsersAction) -> None:
             "against the compiled pipeline in --dist",
         )
         p.add_argument("--experiment", default="autocomp", help="KFP experiment (default autocomp)")
+        p.add_argument(
+            "--renderer",
+            default=None,
+            help="run with this text-to-image model in one command: compile the packages it "
+            "needs (beside --dist, when its GPUs are larger), upload them as a new version, "
+            "and run it; the benchmark's card names it",
+        )
         _capacity_arg(p)
         if verb == "schedule":
             p.add_argument(

@@ -8,6 +8,7 @@ server). Next to the pipelines: the model-cache warm-up Job, with the same gpu i
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,10 @@ from typing import Any
 from autocomp.pipelines.plumbing import PIPELINES
 
 WARMUP_FILE = "jobs/model-cache-warmup.yaml"  # beside, not among, the pipeline packages
+# the options a dist/ was compiled with (compile_all's own arguments), so a verb that needs the
+# same packages with one setting changed (a renderer that needs larger GPUs: generators.py)
+# compiles them again as the user did
+OPTIONS_FILE = "compile.json"
 
 
 def load(name: str) -> Any:
@@ -118,6 +123,10 @@ def compile_all(
     for name, (header, docs) in written.items():
         paths[name] = out / f"{name}.yaml"
         _write(paths[name], header, docs)
+    options = {"backend": backend, "pull_secrets": list(pull_secrets), "gpu_sizes": dict(sizes),
+               "tolerations": list(tolerations), "placement": placement,
+               "gpu_labels": list(gpu_labels)}  # fmt: skip
+    (out / OPTIONS_FILE).write_text(json.dumps(options, indent=1, sort_keys=True) + "\n", "utf-8")
     (out / WARMUP_FILE).parent.mkdir(exist_ok=True)
     (out / WARMUP_FILE).write_text(warmup.render(image("gpu"), tuple(pull_secrets)), "utf-8")
     paths["warmup"] = out / WARMUP_FILE

@@ -148,8 +148,11 @@ def dataset_card(
     survival: pa.Table | None,
     meta: dict,
     about: str = GENERATED,
+    generated_by: dict[str, dict[str, str]] | None = None,
 ) -> str:
-    """The README.md of a benchmark folder: what (`about`), sizes, survival, provenance."""
+    """The README.md of a benchmark folder: what (`about`), the models that made it
+    (`generated_by`: role -> {model, weights}; random weights said first), sizes, survival,
+    provenance."""
     rows = benchmark.select(["family", "n", "condition"]).to_pylist()
     counts: dict[tuple, int] = {}
     for r in rows:
@@ -168,6 +171,7 @@ def dataset_card(
         "",
         f'{about} Load with `datasets.load_dataset("parquet", data_files="data/test-*.parquet")`.',
         "",
+        *_generated_lines(generated_by or {}),
         "| family | N | condition | samples |",
         "| --- | --- | --- | --- |",
         *(f"| {f} | {n} | {c} | {k} |" for (f, n, c), k in sorted(counts.items())),
@@ -199,6 +203,28 @@ def dataset_card(
     return "\n".join(lines)
 
 
+def _generated_lines(generated_by: dict[str, dict[str, str]]) -> list[str]:
+    """The card's "Generated with" section: each role's model, and first, when any has random
+    weights, that the captions and images came from untrained models."""
+    if not generated_by:
+        return []
+    random = [
+        f"{role} {m['model']}" for role, m in generated_by.items() if m["weights"] == "random"
+    ]
+    lines = ["## Generated with", ""]
+    if random:
+        lines += [
+            f"**Untrained models: {', '.join(random)} have random weights** (tiny models built "
+            "from their configs). The captions, images and validation verdicts of this "
+            "benchmark came from them: it exercises the pipeline and measures nothing about "
+            "real models.",
+            "",
+        ]
+    lines += ["| role | model | weights |", "| --- | --- | --- |"]
+    lines += [f"| {role} | {m['model']} | {m['weights']} |" for role, m in generated_by.items()]
+    return [*lines, ""]
+
+
 def _raw_metadata(source: Benchmark) -> dict[bytes, bytes]:
     """The first part's schema metadata as written (its autocomp provenance, byte for byte)."""
     first = source.files[0]
@@ -214,6 +240,7 @@ def stream_dataset(
     add: Callable[[str, Path], None],
     concepts: str | Path | None = None,
     survival: str | Path | None = None,
+    generated_by: dict[str, dict[str, str]] | None = None,
 ) -> int:
     """Make the publishable files (see the module doc) one at a time in `work` and hand each
     to `add(relative path, file)` as soon as it is complete (a folder move, or a store upload
@@ -264,7 +291,8 @@ def stream_dataset(
         pq.write_table(survival_table, work / "survival.parquet", compression="zstd")
         add("survival.parquet", work / "survival.parquet")
     counted = source.read(["family", "n", "condition"])
-    (work / "README.md").write_text(dataset_card(name, counted, survival_table, meta))
+    card = dataset_card(name, counted, survival_table, meta, generated_by=generated_by)
+    (work / "README.md").write_text(card)
     add("README.md", work / "README.md")
     return written
 
@@ -302,6 +330,7 @@ def publish_stage(
     name: str,
     concepts: str | Path | None = None,
     survival: str | Path | None = None,
+    generated_by: dict[str, dict[str, str]] | None = None,
 ) -> str:
     """Put the dataset in the store as benchmarks/<name> as it is made (each part uploaded once
     written and removed from `work`, UPLOADS at a time; manifest last); return its URI. The
@@ -317,6 +346,7 @@ def publish_stage(
         name: the benchmark's name under benchmarks/.
         concepts: the run's concepts table, published beside it (Tables 4, 16).
         survival: the run's survival table, published beside it (Table 3).
+        generated_by: role -> {model, weights} of the models that made it, for the card.
 
     Returns:
         The URI of benchmarks/<name> in the store.
@@ -328,7 +358,8 @@ def publish_stage(
         made_by = {"stage": "publish", "benchmark": source.metadata, "rows": source.rows}
         with store.writer(key, made_by, workers=UPLOADS) as writer:  # type: ignore[call-arg]
             add = functools.partial(writer.add_file, remove=True)
-            stream_dataset(source, images_root, work, name, add, concepts, survival)
+            stream_dataset(source, images_root, work, name, add, concepts, survival,
+                           generated_by)  # fmt: skip
     return f"{store.uri}/{key}"
 
 

@@ -586,24 +586,40 @@ def submit_package(
     note: Callable[[str], None] | None = None,
     said: dict[str, str] | None = None,
     store_capacity: str | None = None,
+    upload_first: bool = False,
     **where: Any,
 ) -> str:
     """`autocomp submit`: one run of the uploaded `dist` package with the `name=value` items,
     everything checked before the endpoint (`where`: endpoint_from's arguments) is reached;
     `note` hears what the server's backend runs degraded. Returns the run id; `said` gets the
     run's page in the KFP UI (`ui`) and the name its benchmark is published under
-    (`publishes`, generate_benchmark only). `store_capacity`: the store's room (storecap)."""
+    (`publishes`, generate_benchmark only). `store_capacity`: the store's room (storecap).
+    `upload_first`: upload the package (a new version when it is new) in the same command."""
     from autocomp.pipelines.cluster.packages import published_as
 
     package, params, docs = checked_params(pipeline, dist, job_name, items, False,
                                            store_capacity, note)  # fmt: skip
     client = _connected(docs, note, where, package)
     with api_errors(client.autocomp_endpoint.host):
+        if upload_first:
+            _upload_one(client, pipeline, package, note)
         run_id = submit(client, pipeline, package, job_name, params, experiment)
     if said is not None:
         said["ui"] = run_link(client.autocomp_endpoint.host, run_id)
         said["publishes"] = published_as(pipeline, params, docs[0], run_id)
     return run_id
+
+
+def _upload_one(
+    client: Any, pipeline: str, package: Path, note: Callable[[str], None] | None
+) -> None:
+    """Upload `package` as a shared pipeline (as `autocomp upload` does: no namespace), a new
+    version only when its content is new."""
+    shared = connect(client.autocomp_endpoint, namespaced=False)
+    result = upload(shared, pipeline, package)
+    if note is not None:
+        note(f"{pipeline}: {result['action']} (pipeline {result['pipeline_id']}, version "
+             f"{result['version']}) from {package}")  # fmt: skip
 
 
 def run_link(host: str, run_id: str) -> str:
@@ -626,16 +642,19 @@ def schedule_package(
     note: Callable[[str], None] | None = None,
     done: Callable[[str, str], None] | None = None,
     store_capacity: str | None = None,
+    upload_first: bool = False,
     **where: Any,
 ) -> str:
     """`autocomp schedule`: a recurring run of the uploaded `dist` package (a new draw each
     run), checked as `submit_package` is (the cron and concurrency first); returns the
-    recurring run's id."""
+    recurring run's id. `upload_first`: as for submit_package."""
     check_schedule(cron, max_concurrency, {})
     package, params, docs = checked_params(pipeline, dist, job_name, items, True,
                                            store_capacity, note)  # fmt: skip
     check_schedule(cron, max_concurrency, params)
     client = _connected(docs, note, where, package)
     with api_errors(client.autocomp_endpoint.host):
+        if upload_first:
+            _upload_one(client, pipeline, package, note)
         return schedule(client, pipeline, package, job_name, cron, params, experiment,
                         max_concurrency, catchup=catchup, done=done)  # fmt: skip

@@ -145,9 +145,11 @@ def publish_run(
     concepts: str | Path,
     survival: str | Path,
     name: str,
+    models: dict[str, str] | None = None,
 ) -> str:
     """Publish the run's benchmark store to store: the candidate table (`benchmark`: its
-    location) and the images read from the store, the Parquet parts written back to it."""
+    location) and the images read from the store, the Parquet parts written back to it.
+    `models`: role -> the generation model the run used, named in the card (generated_by)."""
     from autocomp.store.catalog.benchmarks import open_stored
     from autocomp.store.images import StoreImages
     from autocomp.store.publish import publish_stage
@@ -156,7 +158,25 @@ def publish_run(
     source = open_stored(table.store, table.prefix)
     images = StoreImages(location.store, location.prefix)
     with tempfile.TemporaryDirectory(prefix="publish-") as scratch:
-        return publish_stage(source, images, scratch, location.store, name, concepts, survival)
+        return publish_stage(source, images, scratch, location.store, name, concepts, survival,
+                             generated_by(models or {}))  # fmt: skip
+
+
+def generated_by(models: dict[str, str]) -> dict[str, dict[str, str]]:
+    """role -> {model, weights} for the card: `random` for a tiny model (built from its config
+    with untrained weights: autocomp.tiny), else `pretrained`; roles without a model left out."""
+    from autocomp.generation.registry import get_generation_model
+    from autocomp.scoring.registry import get_model
+
+    found = {}
+    for role, name in models.items():
+        if not name:
+            continue
+        tiny = (
+            get_model(name).is_tiny if role == "vqa" else get_generation_model(role, name).is_tiny
+        )
+        found[role] = {"model": name, "weights": "random" if tiny else "pretrained"}
+    return found
 
 
 def use_registry(text: str) -> None:

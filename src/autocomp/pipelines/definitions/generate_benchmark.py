@@ -14,6 +14,8 @@ from autocomp.pipelines import plumbing
 from autocomp.pipelines.definitions.builder import Build
 from autocomp.pipelines.plumbing import inputs
 
+GENERATION_ROLES = ("captioner", "renderer", "detector", "segmenter", "vqa")
+
 
 def build(cluster: bool = True) -> Any:
     """The pipeline; cluster=False for the local run (see builder.Build)."""
@@ -90,6 +92,7 @@ def build(cluster: bool = True) -> Any:
             name=p["name"],
             run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
             unique=p["unique_name"],
+            **{role: p[role] for role in GENERATION_ROLES},  # named in the benchmark's card
         )
         return published.output
 

@@ -330,9 +330,15 @@ def publish(
     name: str,
     run_id: str,
     unique: bool,
+    captioner: str = "",
+    renderer: str = "",
+    detector: str = "",
+    segmenter: str = "",
+    vqa: str = "",
 ) -> str:
     """Publish the benchmark to the store, store to store: Parquet shards with the images
-    embedded (readable by `datasets`), the concept set, the survival table and a dataset card.
+    embedded (readable by `datasets`), the concept set, the survival table and a dataset card
+    that names the models that made it (and says when their weights are random).
 
     Args:
         benchmark: where the candidate table is in the store (negatives)
@@ -342,6 +348,11 @@ def publish(
         name: the benchmark's name
         run_id: the KFP run's id
         unique: publish under <name>-<first 8 hex of the run id> (else under name)
+        captioner: the run's captioner (named in the card)
+        renderer: the run's text-to-image model (named in the card)
+        detector: the run's detector (named in the card)
+        segmenter: the run's segmenter (named in the card)
+        vqa: the run's VQA judge (named in the card)
 
     Returns:
         Output: the name the benchmark was published under
@@ -357,4 +368,6 @@ def publish(
         os.path.join(concepts.path, "concepts.parquet"),
         os.path.join(curated.path, "survival.parquet"),
         published_name(name, run_id, unique),
-    )
+        {"captioner": captioner, "renderer": renderer, "detector": detector,
+         "segmenter": segmenter, "vqa": vqa},
+    )  # fmt: skip
