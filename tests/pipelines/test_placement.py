@@ -261,3 +261,44 @@ def test_submit_refuses_a_class_no_node_of_the_scheme_can_take(dist_for, capsys)
     assert refused.value.value == big
     small = next(m for c, ms in score_groups().items() if c.name == "1x16gb" for m in ms)
     checked_params("evaluate_models", dist, "job", [f"models=[{small}]", "name=b"])
+
+
+# ----------------------------------------------------------------------------- live nodes at submit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("placement", ["gfd", "gke"])
+def test_submit_refuses_a_score_class_no_live_node_takes_where_no_autoscaler_adds_one(
+    dist_for, tmp_path, monkeypatch, capsys, placement
+):
+    """submit reads the nodes through the Kubernetes API (the stand-in) as doctor does: with
+    GPU feature discovery labels (no autoscaler adds a node for them) a class no node takes is
+    one line and no run; with GKE's accelerator label a node pool may be scaled up: a note."""
+    from tests.pipelines.kfp_standin import KfpStandIn
+    from tests.pipelines.kube_standin import KubeStandIn
+
+    kube, api = KubeStandIn(), KfpStandIn()
+    try:
+        kube.add_node("t4", 1, {"nvidia.com/gpu.memory": "15360",
+                                "cloud.google.com/gke-accelerator": "nvidia-tesla-t4"})  # fmt: skip
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "config")))
+        dist = dist_for(placement=placement)
+        base = ["--host", api.host, "--dist", str(dist)]
+        assert main(["upload", *base, "--pipeline", "evaluate_models"]) == 0
+        capsys.readouterr()
+        run = ["submit", *base, "--pipeline", "evaluate_models", "--name", "e", "--param", "name=b"]
+        # CLIP ViT-B/16 (1x16gb) fits the T4: submitted, no word about nodes
+        assert main([*run, "--param", "models=[clip-vit-b-16]"]) == 0
+        assert "no node" not in capsys.readouterr().err and len(api.runs) == 1
+        # Gemma 3 12B (1x40gb): no live node takes it
+        code = main([*run, "--param", "models=[clip-vit-b-16, gemma-3-12b-it]"])
+        err = capsys.readouterr().err
+        assert "gemma-3-12b-it" in err and "no node of this cluster takes it" in err
+        if placement == "gfd":
+            assert code == 2 and err.count("\n") == 1 and "wait forever" in err
+            assert len(api.runs) == 1  # nothing created
+        else:
+            assert code == 0 and "lets an autoscaler add one" in err and len(api.runs) == 2
+    finally:
+        kube.close()
+        api.close()

@@ -550,6 +550,7 @@ def checked_params(
     `name=value` items typed by the package and checked as a whole (the library's checks, the
     store and whether the run fits it, the models' GPUs; a recurring run's draw), before any
     request."""
+    from autocomp.pipelines.cluster.nodes import check_nodes
     from autocomp.pipelines.cluster.storecap import check_package_room
 
     check_component("job_name", job_name)  # the one rule for every name (issue 24)
@@ -560,6 +561,7 @@ def checked_params(
     if recurring:
         params = with_draw(pipeline, params)
     check_placement(pipeline, params, docs)
+    check_nodes(pipeline, params, docs, note)  # the live nodes, where a kubeconfig reaches them
     return package, params, docs
 
 

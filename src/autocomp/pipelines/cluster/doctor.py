@@ -21,7 +21,6 @@ WARN / FAIL line."""
 from __future__ import annotations
 
 import contextlib
-import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,12 @@ from typing import Any
 from autocomp.errors import UsageError
 from autocomp.pipelines.cluster import backends
 from autocomp.pipelines.cluster.client import Endpoint
+from autocomp.pipelines.cluster.nodes import (  # noqa: F401  (doctor's names since before)
+    _mib,
+    fitting,
+    placements,
+    quantity,
+)
 from autocomp.pipelines.cluster.resources import (
     GPU_CARDS,
     GPU_MEMORY_LABEL,
@@ -54,8 +59,6 @@ SINGLE_NODE = (
     "disk.csi.azure.com",
     "kubernetes.io/azure-disk",
 )
-_UNITS = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-          "Ti": 2**40}  # fmt: skip
 
 
 class Report:
@@ -65,12 +68,6 @@ class Report:
     def line(self, status: str, what: str, detail: str) -> None:
         self.failed += status == "FAIL"
         print(f"{status:4} {what}: {detail}")
-
-
-def quantity(text: str | None) -> float:
-    """Bytes of a Kubernetes quantity (`120Gi`, `500G`, `1073741824`); 0 if none."""
-    found = re.fullmatch(r"([0-9.]+)([kMGT]i?)?", text or "")
-    return float(found[1]) * _UNITS[found[2] or ""] if found else 0.0
 
 
 # ----------------------------------------------------------------------------- KFP
@@ -304,85 +301,6 @@ def check_model_cache(report: Report, kube: Any, namespace: str, gpu_nodes: int)
     else:
         report.line("FAIL", what, f"{shown}: no volume for it; `kubectl -n {namespace} describe "
                     f"pvc {MODEL_CACHE_PVC}` says why")  # fmt: skip
-
-
-def placements(packages: Packages, classes: list[str]) -> list[dict[str, Any]]:
-    """Every GPU placement the packages ask for: GPUs, the per-GPU memory (MiB, or the
-    autocomp.io size label), tolerations, the largest /scratch, and the steps. Score classes
-    not in `classes` are left out."""
-    import json
-
-    from autocomp.pipelines.cluster.packages import compiled_gpu_floor, executors_config
-    from autocomp.pipelines.cluster.placement import requirement
-
-    found: dict[tuple, dict[str, Any]] = {}
-    for _, docs in packages.values():
-        executors = docs[0].get("deploymentSpec", {}).get("executors", {})
-        for label, config in executors_config(docs).items():
-            accel = executors.get(label, {}).get("container", {}).get("resources", {})
-            gpus = int(accel.get("accelerator", {}).get("resourceCount", 0) or 0)
-            step = label.removeprefix("exec-")
-            if not gpus or (step.startswith("score-") and re.match(r"score-\d+x", step)
-                            and step.removeprefix("score-") not in classes):  # fmt: skip
-                continue
-            labels, expressions = requirement(config)
-            key = (gpus, compiled_gpu_floor(config), tuple(sorted(labels.items())),
-                   json.dumps(expressions, sort_keys=True))  # fmt: skip
-            place = found.setdefault(key, {"gpus": gpus, "floor": key[1], "labels": labels,
-                                           "expressions": expressions,
-                                           "tolerations": config.get("tolerations", []),
-                                           "disk": 0.0, "steps": []})  # fmt: skip
-            place["steps"].append(step)
-            for mount in config.get("emptyDirMounts", []):
-                place["disk"] = max(place["disk"], quantity(mount.get("sizeLimit")))
-    return sorted(found.values(), key=lambda p: (p["gpus"], p["floor"] or 0))
-
-
-def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
-    if taint.get("effect") == "PreferNoSchedule":
-        return True
-    return any(
-        t.get("key") == taint.get("key")
-        and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
-        and t.get("effect") in (None, "", taint.get("effect"))
-        for t in tolerations
-    )
-
-
-def fitting(place: dict[str, Any], node: dict[str, Any]) -> str | None:
-    """Why `node` cannot run `place` (None: it can)."""
-    from autocomp.pipelines.cluster.placement import unmet
-
-    if node["gpus"] < place["gpus"]:
-        return f"{node['gpus']} GPUs"
-    memory = node["labels"].get(GPU_MEMORY_LABEL)
-    if place["floor"] and place["labels"]:  # autocomp.io/gpu-<N>gb
-        missing = [k for k, v in place["labels"].items() if node["labels"].get(k) != v]
-        if missing:
-            return f"no label {', '.join(missing)}"
-    elif place["floor"] and _mib(memory) < place["floor"]:
-        return f"{GPU_MEMORY_LABEL} {memory or 'absent'} < {place['floor']}"
-    elif not place["floor"]:  # another scheme (cluster.placement): as the scheduler decides
-        why = unmet(node["labels"], place["labels"], place.get("expressions", []))
-        if why:
-            return why
-    for taint in node.get("taints", []):
-        if not _tolerated(taint, place["tolerations"]):
-            shown = f"{taint['key']}{'=' + taint['value'] if taint.get('value') else ''}"
-            return (
-                f"taint {shown}:{taint['effect']} (compile --toleration {shown}:{taint['effect']})"
-            )
-    if place["disk"] and node.get("ephemeral") and quantity(node["ephemeral"]) < place["disk"]:
-        return f"{node['ephemeral']} of local disk < the /scratch limit"
-    return None
-
-
-def _mib(text: str | None) -> int:
-    """A GPU memory label in MiB; 0 when absent or not a whole number (e.g. `80GB`: the
-    scheduler's Gt does not match it either)."""
-    from autocomp.pipelines.cluster.placement import _int
-
-    return max(_int(text) or 0, 0)
 
 
 def label_commands(place: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
