@@ -9,7 +9,11 @@ score's options, finetune, audit, report --compare, doctor/submit/schedule, run)
 5. stale or foreign results are refused or kept, never silently mixed;
 6. values are checked before any work and before any folder appears;
 7. several models, one broken: one line, the others stay, the summary says which failed;
-8. temporaries a killed run left are swept on the re-run.
+8. temporaries a killed run left are swept on the re-run;
+9. compile: every value that reaches the compiled YAML (GPU placement scheme and labels, GPU
+   sizes, tolerations, pull secrets, the backend) is checked before anything is written;
+10. a network peer that accepts and never answers (a KFP API, an S3 store): every verb that
+   talks to it ends within the one network deadline (autocomp.network) with one line.
 
 Each CASES row is (id, class, argv, words the one error line must contain); `{d}` is the
 prepared inputs folder, `{out}` an output path that must not exist after the call, and every
@@ -90,6 +94,9 @@ def d(tmp_path_factory) -> Path:
     _runs(d, bench.append_column("image", pa.array(names)))
     _studies(d)
     _dist(d)
+    # a store whose published benchmark's manifest is garbage (class 3: damaged state)
+    (d / "store_garbage" / "benchmarks" / "x").mkdir(parents=True)
+    (d / "store_garbage" / "benchmarks" / "x" / "_manifest.json").write_bytes(b"\x00{not json")
     return d
 
 
@@ -233,6 +240,31 @@ CASES: list[tuple[str, int, list[str], list[str]]] = [
     ("collect-study-list", 3, ["audit", "collect", V + "/study_list", "--out", "{out}"], ["study_list"]),
     ("serve-study-list", 3, ["audit", "serve", V + "/study_list", "--port", "1"], ["study_list"]),
     ("collect-study-annotator-escape", 2, ["audit", "collect", V + "/study_escape", "--out", "{out}"], ["study_escape"]),
+    ("report-store-garbage-manifest", 3, ["report", "--store", "file://" + V + "/store_garbage", "--name", "x", "--out", "{out}"], ["manifest", "benchmarks/x", "not JSON"]),
+    ("score-store-garbage-manifest", 3, ["score", "--model", TINY, "--store", "file://" + V + "/store_garbage", "--benchmark", "x", "--out", "{out}"], ["manifest", "not JSON"]),
+    # ---------------------------------------------------------------- 9: compile's YAML values
+    ("compile-placement-unknown", 9, ["compile", "--out", "{out}", "--placement", "k8s"], ["--placement", "k8s"]),
+    ("compile-labels-without-label", 9, ["compile", "--out", "{out}", "--placement", "labels"], ["--placement", "--gpu-label"]),
+    ("compile-label-without-labels", 9, ["compile", "--out", "{out}", "--placement", "karpenter", "--gpu-label", "80:pool=h100"], ["--placement", "karpenter"]),
+    ("compile-label-gb-superscript", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "\u00b9\u2076:pool=t4"], ["--gpu-label"]),
+    ("compile-label-gb-arabic", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "\u0664\u0668:pool=x"], ["--gpu-label"]),
+    ("compile-label-gb-off-tier", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "32:pool=v100"], ["--gpu-label", "32"]),
+    ("compile-label-key-slashes", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "48:a/b/c=x"], ["--gpu-label", "a/b/c"]),
+    ("compile-label-key-newline", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "48:po\nol=x"], ["--gpu-label"]),
+    ("compile-label-value-long", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "48:pool=" + "v" * 64], ["--gpu-label"]),
+    ("compile-label-value-placeholder", 9, ["compile", "--out", "{out}", "--placement", "labels", "--gpu-label", "48:pool={{workflow.uid}}"], ["--gpu-label"]),
+    ("compile-toleration-effect", 9, ["compile", "--out", "{out}", "--toleration", "gpu=yes:Never"], ["--toleration"]),
+    ("compile-toleration-key-tab", 9, ["compile", "--out", "{out}", "--toleration", "gp\tu:NoSchedule"], ["--toleration"]),
+    ("compile-toleration-empty", 9, ["compile", "--out", "{out}", "--toleration", ""], ["--toleration"]),
+    ("compile-pull-secret-upper", 9, ["compile", "--out", "{out}", "--image-pull-secret", "RegCred"], ["RegCred"]),
+    ("compile-pull-secret-dots", 9, ["compile", "--out", "{out}", "--image-pull-secret", "../cred"], ["../cred"]),
+    ("compile-pull-secret-empty", 9, ["compile", "--out", "{out}", "--image-pull-secret", ""], ["pull"]),
+    ("compile-backend-list", 9, ["compile", "--out", "{out}", "--backend", "2.14.0 2.15.0"], ["--backend"]),
+    ("compile-backend-old", 9, ["compile", "--out", "{out}", "--backend", "1.8.5"], ["--backend", "1.8.5"]),
+    ("compile-gpu-size-off-tier", 9, ["compile", "--out", "{out}", "--gpu-size", "validate=32"], ["--gpu-size"]),
+    ("compile-gpu-size-small", 9, ["compile", "--out", "{out}", "--gpu-size", "caption=16"], ["--gpu-size", "caption=16"]),
+    ("compile-gpu-size-cpu-step", 9, ["compile", "--out", "{out}", "--gpu-size", "publish=48"], ["--gpu-size", "publish"]),
+    ("compile-gpu-size-fullwidth", 9, ["compile", "--out", "{out}", "--gpu-size", "render=\uff14\uff18"], ["--gpu-size"]),
 ]  # fmt: skip
 
 
@@ -575,3 +607,84 @@ def test_an_input_not_given_is_named_without_none(tmp_path, capsys):
     err = _one_line(capsys, code, "--images", "give the folder")
     assert "None" not in err
     assert not (tmp_path / "out").exists()
+
+
+# -------------------------------------------------------------------- 10: network deadlines
+@pytest.fixture
+def mute():
+    """A TCP server that accepts every connection and never says a word; its port."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+MUTE = "http://127.0.0.1:{port}"
+NETWORK = [  # (id, argv, words); {port}: the mute server, as the KFP API or the S3 endpoint
+    ("upload-kfp", ["upload", "--dist", V + "/dist", "--host", MUTE], []),
+    ("submit-kfp", [*SUBMIT[:4], MUTE, *SUBMIT[5:]], []),
+    ("schedule-list-kfp", ["schedule", "list", "--host", MUTE], []),
+    ("resume-kfp", ["resume", "--dist", V + "/dist", "--host", MUTE, "run-1"], []),
+    ("leaderboard-store", ["leaderboard", "--store", "s3://bucket/p", "--out", "{out}"], []),
+    ("score-store", ["score", "--model", TINY, "--store", "s3://bucket/p", "--benchmark", "b",
+                     "--out", "{out}"], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, words", [c[1:] for c in NETWORK], ids=[c[0] for c in NETWORK])
+def test_a_peer_that_never_answers_ends_within_the_deadline_with_one_line(
+    argv, words, d, mute, tmp_path, capsys, monkeypatch
+):
+    import time
+
+    from autocomp.network import ENV
+
+    monkeypatch.setenv(ENV, "1")  # the one deadline, stated once, overridden here
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", MUTE.format(port=mute))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KFP_HOST", raising=False)
+    out = tmp_path / "out"
+    # first against a port that refuses at once: the same work but the wait (imports warm)
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", "http://127.0.0.1:9")
+    refused = [a.replace("{d}", str(d)).replace("{out}", str(out)).replace("{port}", "9")
+               for a in argv]  # fmt: skip
+    started = time.monotonic()
+    _call(refused)
+    baseline = time.monotonic() - started
+    capsys.readouterr()
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", MUTE.format(port=mute))
+    args = [a.replace("{d}", str(d)).replace("{out}", str(out)).replace("{port}", str(mute))
+            for a in argv]  # fmt: skip
+    started = time.monotonic()
+    code = _call(args)
+    took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code in (1, 2), err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    # a few deadlines (connect, read, the store's retries), never the default 60 s
+    assert took - baseline < 15, (took, baseline)
+    for word in words:
+        assert word in err, (word, err)
+    assert not out.exists()

@@ -59,6 +59,18 @@ class StorageError(RuntimeError):
     naming the store, the key and the fix; nothing incomplete became visible."""
 
 
+class DamagedManifest(UsageError, StorageError):
+    """A manifest autocomp did not write or that was damaged (garbage, a truncated write by a
+    foreign tool, a file list that is not one, an unsafe path): bad input to fix by hand, not a
+    store that failed: the CLI exits 2 with its one line (a StorageError exits 1)."""
+
+    def __init__(self, where: str, fix: str) -> None:
+        UsageError.__init__(self, "manifest", where, fix)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # type: ignore[override]
+        return (type(self), (str(self.value), self.fix))
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     """One object of a store: its key (relative to the store's root) and size."""
@@ -158,11 +170,14 @@ def _fetch_verified(
             os.replace(staging / f["path"], final)
 
 
-def _inside(path: str) -> str:
+def _inside(path: str, where: str = "") -> str:
     """A manifest's file path, refused if it could leave the output folder."""
     parts = path.split("/")
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise StorageError(f"manifest names an unsafe path {path!r}")
+        if not where:  # a path the program gave (a writer's file)
+            raise StorageError(f"manifest names an unsafe path {path!r}")
+        fix = f"names an unsafe path {path!r}; remove the output and publish it again"
+        raise DamagedManifest(where, fix)
     return path
 
 
@@ -173,10 +188,10 @@ def parse_manifest(body: bytes | str, where: str) -> dict[str, Any]:
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise StorageError(
-            f"{where}: the manifest is not JSON ({type(exc).__name__}); it was not written by "
-            "autocomp or was damaged: remove the output and publish it again"
-        ) from None
+        raise DamagedManifest(
+            where, f"the manifest is not JSON ({type(exc).__name__}); it was not written by "
+            "autocomp or was damaged: remove the output and publish it again",
+        ) from None  # fmt: skip
     files = document.get("files") if isinstance(document, dict) else None
     good = isinstance(files, list) and all(
         isinstance(f, dict) and isinstance(f.get("path"), str)
@@ -185,13 +200,12 @@ def parse_manifest(body: bytes | str, where: str) -> dict[str, Any]:
         for f in files
     )  # fmt: skip
     if not good:
-        raise StorageError(
-            f"{where}: the manifest's file list is not a list of {{path, size, sha256}} records; "
-            "it was not written by autocomp or was damaged: remove the output and publish it "
-            "again"
-        )
+        raise DamagedManifest(
+            where, "the manifest's file list is not a list of {path, size, sha256} records; it "
+            "was not written by autocomp or was damaged: remove the output and publish it again",
+        )  # fmt: skip
     for f in files:  # type: ignore[union-attr]
-        _inside(f["path"])
+        _inside(f["path"], where)
     return document
 
 

@@ -194,12 +194,14 @@ def place(
 
 def parse_gpu_label(text: str) -> tuple[int, str, str]:
     """`GB:KEY=VALUE` (--gpu-label): nodes labelled KEY=VALUE have GPUs of at least GB GB."""
+    from autocomp.errors import whole_number
     from autocomp.pipelines.cluster.gpus import GPU_TIERS_GB
     from autocomp.pipelines.cluster.validate import check_label_key, check_label_value
 
     gb, sep, rest = text.partition(":")
     key, eq, value = rest.partition("=")
-    if not sep or not eq or not gb.isdigit() or int(gb) not in GPU_TIERS_GB:
+    # ASCII digits only: str.isdigit() takes '²', which int() then refuses with a traceback
+    if not sep or not eq or whole_number(gb) not in GPU_TIERS_GB:
         raise UsageError("gpu_labels", text, f"give GB:KEY=VALUE with GB one of {GPU_TIERS_GB}, "
                          "e.g. 48:pool=l40s")  # fmt: skip
     check_label_key("gpu_labels", key)
