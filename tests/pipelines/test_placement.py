@@ -22,7 +22,7 @@ GKE_L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
 GKE_A100_40 = {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}
 GKE_H100 = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
 KARPENTER_L4 = {"karpenter.k8s.aws/instance-gpu-name": "l4",
-                "karpenter.k8s.aws/instance-gpu-memory": "23034"}  # fmt: skip
+                "karpenter.k8s.aws/instance-gpu-memory": "22888"}  # fmt: skip
 KARPENTER_A10G = {"karpenter.k8s.aws/instance-gpu-name": "a10g",
                   "karpenter.k8s.aws/instance-gpu-memory": "24576"}  # fmt: skip
 EKS_G5 = {"node.kubernetes.io/instance-type": "g5.xlarge", "eks.amazonaws.com/nodegroup": "gpu"}
@@ -74,6 +74,11 @@ def test_the_mib_tables_agree_with_what_gpu_feature_discovery_reports():
     for card in p.KARPENTER_CARDS:
         assert card.mib >= p.tier_floor_mib(card.gb), card  # every card holds its own size
     assert {23034, 46068, 40960, 81920, 81559} <= by_mib  # L4, L40S, A100 40/80, H100
+    # EC2 (hence Karpenter's label) says less for the L4 than GFD's nvidia-smi number: 22888,
+    # exactly the 24 GB floor, which the Gt requirement (floor - 1) still admits
+    (l4,) = [c for c in p.KARPENTER_CARDS if c.value == "l4"]
+    assert l4.mib == 22888 == p.tier_floor_mib(24)
+    assert _fits("karpenter", 1, 24, KARPENTER_L4)
 
 
 def test_every_registered_class_has_a_card_in_every_provider_scheme():

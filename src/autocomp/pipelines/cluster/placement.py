@@ -72,10 +72,12 @@ GKE_CARDS = (
     Card("nvidia-h100-mega-80gb", 80, 8), Card("nvidia-h200-141gb", 141, 8),
     Card("nvidia-b200", 180, 8),
 )  # fmt: skip
-# Karpenter's instance-gpu-name with instance-gpu-memory (MiB per GPU, as EC2 reports it)
+# Karpenter's instance-gpu-name with instance-gpu-memory (MiB per GPU, as EC2 reports it; the
+# keys and their units: karpenter.sh docs/concepts/scheduling.md "Well-Known Labels", t4 =
+# 16384; L4: 22888 on a g6.xlarge node as Karpenter labels it, not the 23034 once listed here)
 KARPENTER_CARDS = (
     Card("t4", 16, 8, 16384), Card("v100", 16, 8, 16384), Card("a10g", 24, 8, 24576),
-    Card("l4", 24, 8, 23034), Card("a100", 40, 8, 40960), Card("l40s", 48, 8, 46068),
+    Card("l4", 24, 8, 22888), Card("a100", 40, 8, 40960), Card("l40s", 48, 8, 46068),
     Card("a100", 80, 8, 81920), Card("h100", 80, 8, 81559), Card("h200", 141, 8, 144384),
 )  # fmt: skip
 # EC2 GPU instance types: per-GPU memory, GPUs per instance
@@ -91,7 +93,11 @@ EKS_TYPES = (
     Card("g6e.4xlarge", 48, 1), Card("g6e.12xlarge", 48, 4), Card("g6e.48xlarge", 48, 8),
     Card("p4de.24xlarge", 80, 8), Card("p5.48xlarge", 80, 8), Card("p5e.48xlarge", 141, 8),
 )  # fmt: skip
-# Azure GPU VM sizes (AKS node pools): per-GPU memory, GPUs per VM
+# Azure GPU VM sizes (AKS node pools): per-GPU memory, GPUs per VM. The values as AKS labels its
+# nodes: `kubernetes.azure.com/accelerator=nvidia` (set by AKS on a GPU node pool's nodes, with
+# `accelerator=nvidia`; nodes joined from outside AKS never get it) and the VM size verbatim in
+# `node.kubernetes.io/instance-type` (e.g. Standard_NC4as_T4_v3), seen on `kubectl describe node`
+# of AKS GPU pools (learn.microsoft.com/azure/aks/use-nvidia-gpu)
 AKS_SIZES = (
     Card("Standard_NC4as_T4_v3", 16, 1), Card("Standard_NC8as_T4_v3", 16, 1),
     Card("Standard_NC16as_T4_v3", 16, 1), Card("Standard_NC64as_T4_v3", 16, 4),
