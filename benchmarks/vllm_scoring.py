@@ -93,16 +93,20 @@ def main(argv: list[str] | None = None) -> None:
     exact = scorers["vllm exact (autocomp)"]
     length = len(exact._group(None, requests[0].prompt, [requests[0].text]).expanded)
     tokens = sum(exact.token_counts([r.text for r in requests]))
-    print(f"vLLM {vllm.__version__} on {cpu_model()}; {args.prefixes} prompts of {length} "
-          f"tokens, {args.captions} captions each ({tokens / len(requests):.1f} tokens on "
-          f"average), block size {exact.block_size}; float32, tiny text Qwen2 (head_dim 64)")
+    print(
+        f"vLLM {vllm.__version__} on {cpu_model()}; {args.prefixes} prompts of {length} "
+        f"tokens, {args.captions} captions each ({tokens / len(requests):.1f} tokens on "
+        f"average), block size {exact.block_size}; float32, tiny text Qwen2 (head_dim 64)"
+    )
     require(len(requests) == args.prefixes * args.captions, "requests per prompt")
     paths = {name: (lambda s=s: s.score(requests, {})) for name, s in scorers.items()}
     before = dict(exact.calls)
     runs = interleave(paths, args.repeats)
     reference = runs["transformers shared prefix"].result
-    print(f"{'path':30} {'median s':>9} {'vs transformers':>16} {'max |diff|':>11} "
-          f"{'same best':>9} {'start-up s':>10}")
+    print(
+        f"{'path':30} {'median s':>9} {'vs transformers':>16} {'max |diff|':>11} "
+        f"{'same best':>9} {'start-up s':>10}"
+    )
     for name, run in runs.items():
         got = run.result
         diff = max(abs(a - b) for a, b in zip(got, reference))
@@ -112,12 +116,16 @@ def main(argv: list[str] | None = None) -> None:
             for i in range(0, len(requests), args.captions)
         )
         ratio = runs["transformers shared prefix"].median / run.median
-        print(f"{name:30} {run.median:9.2f} {ratio:15.2f}x {diff:11.2e} {str(same):>9} "
-              f"{started[name]:10.1f}")
+        print(
+            f"{name:30} {run.median:9.2f} {ratio:15.2f}x {diff:11.2e} {str(same):>9} "
+            f"{started[name]:10.1f}"
+        )
     done = {k: exact.calls[k] - before[k] for k in exact.calls}
-    print(f"vllm exact, per repeat: {done['prefix_forwards'] // args.repeats} warm prefixes, "
-          f"{done['candidate_forwards'] // args.repeats} candidates, "
-          f"{done['rescored'] // args.repeats} rescored without the cache")
+    print(
+        f"vllm exact, per repeat: {done['prefix_forwards'] // args.repeats} warm prefixes, "
+        f"{done['candidate_forwards'] // args.repeats} candidates, "
+        f"{done['rescored'] // args.repeats} rescored without the cache"
+    )
     print(load_text(runs))
 
 
