@@ -129,5 +129,7 @@ def test_plan_prints_every_step_with_its_sources(capsys):
     assert "paper Table 22 (A100): 100k images 8.5 h" in out
     assert "our measured rates" in out and "storage at the end of the run" in out
     assert "shape_color:2 holds only 3,380 distinct concepts" in out
+    # the engine each entry names, else its backend's default (the shared-prefix path)
+    assert re.search(r"^  score-2x80gb: transformers: 1 model\(s\)$", out, flags=re.M)
     assert main(["plan", "--count", "0"]) == 2
     assert "--count: 0" in capsys.readouterr().err

@@ -68,6 +68,7 @@ def _plan(args: argparse.Namespace) -> None:
           "are all pods'.")  # fmt: skip
     for source, mark in sources.items():
         print(f"{mark} {source}")
+    _engines(args.models or ["all"])
     measured = [(s.step, s.measured) for s in made.steps if s.measured]
     if measured:
         print("\nour measured rates (not GPU rates unless said so):")
@@ -84,6 +85,27 @@ def _plan(args: argparse.Namespace) -> None:
         f"{capacity.DESIGN_COUNT:,} --models all (capacity.DESIGN_COUNT); a larger run needs "
         "them recompiled with a larger design."
     )
+
+
+def _engines(models: list[str]) -> None:
+    """Which engine scores each planned model, per score step: the one its registry entry
+    names (`engine:`), else its backend's default (docs/backends.md, Engines)."""
+    from autocomp.pipelines.cluster.plan import in_all, score_groups, select
+    from autocomp.scoring.registry import get_model
+
+    groups = score_groups()
+    known = [m for members in groups.values() for m in members]
+    chosen = select(models, known, in_all()[0], known)
+    print("\nscoring engines (each entry's `engine:`, else its backend's default):")
+    for score, members in groups.items():
+        by_engine: dict[str, list[str]] = {}
+        for name in (m for m in members if m in chosen):
+            entry = get_model(name)
+            engine = entry.engine or entry.kind.default_engine or entry.backend
+            by_engine.setdefault(engine, []).append(name)
+        if by_engine:
+            text = "; ".join(f"{e}: {len(ms)} model(s)" for e, ms in by_engine.items())
+            print(f"  score-{score.name}: {text}")
 
 
 TABLE22 = (  # paper Table 22 (16 x A100-80GB, 100,000 initial concepts): step, workload, hours
