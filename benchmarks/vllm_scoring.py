@@ -14,17 +14,20 @@ candidates of a Color N=3 item, real captions that share their first words):
   chunk of candidates attending to its cache through the split attention).
 The paths run interleaved (each repeat runs each in turn), medians printed with the machine's
 load; every path's max |diff| from the transformers path and whether each prompt's best caption
-is the same; the engines' start-up is printed apart. A tiny text-only Qwen2 (head_dim 64: vLLM's
-CPU attention needs it), random weights, float32, CPU. `--block-size` sets vLLM's cache block
-(default: vLLM's, 128 tokens on a CPU).
+is the same; the engines' start-up is printed apart. A text-only Qwen2 (autocomp.tiny's,
+widened to `--hidden` x `--layers`; head_dim 64: vLLM's CPU attention needs it), random
+weights, float32; on a CPU, or on a GPU from benchmarks/gpu.sh with VLLM_PYTHON set (a small
+model there: the engines' overheads more than a large model's throughput). `--block-size` sets
+vLLM's cache block (default: vLLM's, 128 tokens on a CPU).
 
 Usage: python benchmarks/vllm_scoring.py [--prefixes 4] [--prefix-tokens 600] [--captions 64]
-       [--repeats 3] [--block-size N] [--chunk 256]
+       [--repeats 3] [--block-size N] [--chunk 256] [--hidden 512 --layers 4] [--device cuda]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -49,9 +52,19 @@ TEXT_MODEL = {
 }  # fmt: skip
 
 
-def _entry() -> ModelEntry:
-    fields = {k: v for k, v in TEXT_MODEL.items() if k in ModelEntry.__dataclass_fields__}
-    return ModelEntry(**fields, raw=dict(TEXT_MODEL))
+def _entry(hidden: int, layers: int) -> ModelEntry:
+    """The tiny text Qwen2, widened to `hidden` (head_dim 64) x `layers` under a name of its
+    own (so that compute, not the engines' per-request overhead, is what is timed)."""
+    from autocomp.tiny import scoring
+
+    config = f"qwen2_text_{hidden}x{layers}"
+    sizes = (hidden, hidden // 64, max(1, hidden // 128))
+    scoring.VLM_BUILDERS[config] = functools.partial(
+        scoring._build_qwen2_text, sizes=sizes, layers=layers
+    )
+    raw = {**TEXT_MODEL, "name": f"tiny-qwen2-text-{hidden}x{layers}", "tiny_config": config}
+    fields = {k: v for k, v in raw.items() if k in ModelEntry.__dataclass_fields__}
+    return ModelEntry(**fields, raw=raw)
 
 
 def requests_for(prefixes: int, prefix_tokens: int, captions: int) -> list[ScoreRequest]:
@@ -75,11 +88,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--block-size", type=int, default=None)
     parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=512, help="width (head_dim 64)")
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--device", default=None, help="the transformers path's (default: auto)")
     args = parser.parse_args(argv)
     import vllm
 
     requests = requests_for(args.prefixes, args.prefix_tokens, args.captions)
-    entry = _entry()
+    entry = _entry(args.hidden, args.layers)
     started = {}
     scorers = {}
     for name, options in (
@@ -88,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         ("transformers shared prefix", {"engine": "transformers"}),
     ):
         t0 = time.perf_counter()
-        scorers[name] = load_scorer(entry, device="cpu", batch_size=args.chunk, **options)
+        scorers[name] = load_scorer(entry, device=args.device, batch_size=args.chunk, **options)
         started[name] = time.perf_counter() - t0
     exact = scorers["vllm exact (autocomp)"]
     length = len(exact._group(None, requests[0].prompt, [requests[0].text]).expanded)
@@ -96,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"vLLM {vllm.__version__} on {cpu_model()}; {args.prefixes} prompts of {length} "
         f"tokens, {args.captions} captions each ({tokens / len(requests):.1f} tokens on "
-        f"average), block size {exact.block_size}; float32, tiny text Qwen2 (head_dim 64)"
+        f"average), block size {exact.block_size}; float32, text Qwen2 {args.hidden} x "
+        f"{args.layers} layers (head_dim 64), random weights"
     )
     require(len(requests) == args.prefixes * args.captions, "requests per prompt")
     paths = {name: (lambda s=s: s.score(requests, {})) for name, s in scorers.items()}

@@ -241,7 +241,9 @@ class VllmScorer(Scorer):
 
     def _cached(self, groups: list[_Group]) -> dict[int, dict[tuple[int, ...], float]]:
         """Warm each prefix, score the candidates reading the cache, rescore those whose
-        cached span reached their caption (see the module doc)."""
+        cached span reached their caption (see the module doc). The cache starts empty: a
+        caption scored by an earlier call would otherwise be found whole in it, and rescored."""
+        self.llm.reset_prefix_cache()
         self._warm(groups)
         jobs = [(g, c) for g in groups for c in g.captions]
         outputs = self._generate(

@@ -163,7 +163,7 @@ def _build_llava(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None:
     _save(LlavaForConditionalGeneration, config, processor, folder)
 
 
-def _build_qwen2_text(folder: Path) -> None:
+def _build_qwen2_text(folder: Path, sizes: tuple[int, int, int] = HEAD64, layers: int = 2) -> None:
     """A text-only Qwen2 (head_dim 64) whose processor is its tokenizer, with one merge (two
     newlines): the chat prefix ends with a newline, so a caption that starts with one is
     tokenised differently together with the prefix than on its own, and the scoring engines
@@ -173,11 +173,11 @@ def _build_qwen2_text(folder: Path) -> None:
 
     tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], (("Ċ", "Ċ"),))
     tok.chat_template = CHAT_TEMPLATE.replace("IMAGE", "")
-    hidden, heads, kv_heads = HEAD64
+    hidden, heads, kv_heads = sizes
     eos = tok.convert_tokens_to_ids("<|im_end|>")
     config = Qwen2Config(
         vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
-        num_hidden_layers=2, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
         max_position_embeddings=4096, bos_token_id=eos, eos_token_id=eos,
     )  # fmt: skip
     _save(Qwen2ForCausalLM, config, tok, folder)
