@@ -145,3 +145,13 @@ def test_vlm_scores_equal_the_shared_prefix_path(name):
     requests = [ScoreRequest(key, c) for key in images for c in CAPTIONS]
     requests += [ScoreRequest(None, c) for c in CAPTIONS[:3]]  # blind: no image
     _assert_same(engine, reference, requests, images)
+
+
+def test_an_engine_that_cannot_start_says_why_and_which_setting():
+    entry = _entry(TEXT_RAW)
+    with pytest.raises(
+        UsageError,
+        match=r"cannot start \(No available memory for the cache "
+        r"blocks.*\); change what it names: the KV cache \(kv_cache_bytes\)",
+    ):
+        load_scorer(entry, device="cpu", kv_cache_bytes=4096)  # room for no block at all

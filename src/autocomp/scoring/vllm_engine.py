@@ -131,8 +131,8 @@ class VllmScorer(Scorer):
             raise UsageError(
                 f"vllm engine of {entry.name}",
                 type(exc).__name__,
-                f"cannot start ({message}); lower max_model_len or the KV cache "
-                "(kv_cache_bytes), or give it the GPUs the entry's `gpus` names",
+                f"cannot start ({message}); change what it names: the KV cache "
+                "(kv_cache_bytes), the entry's `max_model_len`, or its `gpus`",
             ) from exc
         self.block_size = int(self.llm.llm_engine.vllm_config.cache_config.block_size)
         self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "rescored": 0, "chunks": 0}
