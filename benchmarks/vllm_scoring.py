@@ -18,7 +18,7 @@ is the same; the engines' start-up is printed apart. A text-only Qwen2 (autocomp
 widened to `--hidden` x `--layers`; head_dim 64: vLLM's CPU attention needs it), random
 weights, float32; on a CPU, or on a GPU from benchmarks/gpu.sh with VLLM_PYTHON set (a small
 model there: the engines' overheads more than a large model's throughput). `--block-size` sets
-vLLM's cache block (default: vLLM's, 128 tokens on a CPU).
+vLLM's cache block (default: the engine's, 128 tokens).
 
 Usage: python benchmarks/vllm_scoring.py [--prefixes 4] [--prefix-tokens 600] [--captions 64]
        [--repeats 3] [--block-size N] [--chunk 256] [--hidden 512 --layers 4] [--device cuda]

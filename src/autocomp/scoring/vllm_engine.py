@@ -45,6 +45,11 @@ from autocomp.scoring.generative import BLIND_PROMPT, DEFAULT_PROMPT, caption_id
 from autocomp.scoring.registry import ModelEntry
 
 DEFAULT_MAX_MODEL_LEN = 4096  # prefix + caption tokens; an entry's `max_model_len` overrides it
+# The prefix cache's block (tokens). Large, on every platform (vLLM's GPU default is 16): a
+# candidate recomputes the prefix's tail past its last whole block (B / 2 tokens on average), and
+# two candidates collide (one is rescored) only when they fill a block past the prefix with the
+# same caption tokens, which a 128-token block all but rules out for captions of ~20 tokens.
+DEFAULT_BLOCK_SIZE = 128
 CPU_KV_CACHE_BYTES = 1 << 30  # the KV cache on a CPU platform (vLLM's default there is a share
 # of the whole machine's memory)
 ENGINE_HINT = (
@@ -110,8 +115,7 @@ class VllmScorer(Scorer):
             options["enforce_eager"] = True  # no graph compile: it costs ~85 s at start here
         elif kv_cache_bytes:
             options["kv_cache_memory_bytes"] = kv_cache_bytes
-        if block_size:  # the prefix cache's unit (vLLM's default: 128 on a CPU, 16 on a GPU)
-            options["block_size"] = block_size
+        options["block_size"] = block_size or DEFAULT_BLOCK_SIZE
         try:
             self.llm = vllm.LLM(
                 model=source,
