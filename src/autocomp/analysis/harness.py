@@ -329,4 +329,3 @@ def profile(runs: Mapping[str, Path], seed: int = 0) -> pa.Table:
                 "units": row["units"],
             })  # fmt: skip
     return pa.Table.from_pylist(out, PROFILE_SCHEMA)
-
