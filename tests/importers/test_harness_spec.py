@@ -13,33 +13,12 @@ import pytest
 from autocomp.analysis.harness import harness_of, metrics, outcomes
 from autocomp.errors import UsageError
 from autocomp.importers import import_benchmark
-from tests.importers.harness_support import png, run_scores, tied_scorer
-
-SIZES = ["small", "medium", "large"]
+from tests.importers.harness_support import run_scores, tied_scorer, write_spec
 
 
 @pytest.fixture
 def spec(tmp_path):
-    root = tmp_path / "SPEC"
-    n = 0
-    for subset in ("absolute_size", "count"):
-        folder = root / subset
-        (folder / "images").mkdir(parents=True)
-        i2t, t2i = [], []
-        for g in range(4):
-            images = [f"images/{g}_{s}.jpg" for s in SIZES]
-            texts = [f"a {s} cat {g}" for s in SIZES]
-            for k, image in enumerate(images):
-                (folder / image).write_bytes(png(n, "JPEG"))
-                n += 1
-                i2t.append({"query": image, "keys": texts, "label": k})
-                t2i.append({"query": texts[k], "keys": images, "label": k})
-        t2i.append(
-            {"query": "a lone cat", "keys": [f"images/0_{s}.jpg" for s in SIZES[:2]], "label": 1}
-        )  # a candidate list no other item has: a one-text group
-        (folder / "image2text.json").write_text(json.dumps(i2t))
-        (folder / "text2image.json").write_text(json.dumps(t2i))
-    return root
+    return write_spec(tmp_path)
 
 
 def official(root, subset, score):

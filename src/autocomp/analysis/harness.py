@@ -199,7 +199,10 @@ def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
         correct.append(row["correct"])
         units.append(row["units"])
     out = []
-    for key, subsets in sorted(cells.items()):
+    order = {tie: i for i, tie in enumerate(TIES)}
+    for key, subsets in sorted(
+        cells.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]], kv[0][3], kv[0][4])
+    ):
         arrays = {s: (np.array(c), np.array(u)) for s, (c, u) in sorted(subsets.items())}
         for subset, pair in arrays.items():
             out.append(_cell((*key, subset), {subset: pair}, False, seed))
