@@ -72,6 +72,10 @@ SKIP = {
     ("docs/usage/import.md", "autocomp import sugarcrepe --source sugarcrepe/"): "needs "
     "SugarCrepe and COCO val2017 (network); tests/analysis/test_report_sources.py reports on an "
     "import",
+    ("docs/usage/import.md", "autocomp import winoground --source winoground/data"): "needs "
+    "the downloaded Winoground, EqBen, MMVP-VLM and SPEC releases (network); "
+    "tests/importers/test_harness_*.py build each release's layout and "
+    "test_harness_report.py scores and reports one",
     ("docs/usage/report.md", "autocomp report --run runs/demo"): "needs `make demo`'s run "
     "(kfp.local, minutes) and an S3 store; the report of a run made here runs in the tour",
     ("docs/usage/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for "

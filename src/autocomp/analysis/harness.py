@@ -20,6 +20,7 @@ rule and interval (Auto-Comp runs: accuracy per set, paper protocol, over items)
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -186,6 +187,16 @@ def _cell(
     }  # fmt: skip
 
 
+METRICS_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()), ("score_type", pa.string()), ("tie", pa.string()),
+        ("benchmark", pa.string()), ("subset", pa.string()), ("metric", pa.string()),
+        ("aggregate", pa.string()), ("groups", pa.int64()), ("units", pa.int64()),
+        ("accuracy", pa.float64()), ("low", pa.float64()), ("high", pa.float64()),
+    ]
+)  # fmt: skip
+
+
 def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
     """The benchmark's numbers from `outcomes`: per subset, and the headline "all" (aggregate
     micro or macro), with intervals; each with the other aggregation as `all (micro)` /
@@ -210,7 +221,7 @@ def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
         if len(arrays) > 1:
             other = "micro" if aggregate == "macro" else "macro"
             out.append(_cell((*key, f"all ({other})"), arrays, other == "macro", seed))
-    return pa.Table.from_pylist(out)
+    return pa.Table.from_pylist(out, METRICS_SCHEMA)
 
 
 def rule_effects(table: pa.Table, official_tie: str) -> pa.Table:
@@ -251,22 +262,69 @@ def rule_effects(table: pa.Table, official_tie: str) -> pa.Table:
     return pa.Table.from_pylist(out, schema)
 
 
+def refusal(result: Path) -> str:
+    """Why a model's run gives no score matrix ("" when it does): a blind run scores each text
+    without the image (every image of a group would get the same scores), a choice run scores
+    option labels, not texts."""
+    try:
+        record = json.loads((result / "run.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    blind = record.get("blind")
+    if blind == "choice":
+        return (
+            "scored with --blind choice: its scores are option labels, not a text per image; "
+            "score without --blind for the benchmark's rule"
+        )
+    if blind:
+        return (
+            "scored with --blind: each text without the image, so every image of a group gets "
+            "the same scores and the rule (text and image side) says nothing; score without "
+            "--blind"
+        )
+    return ""
+
+
+UNSCORED_SCHEMA = pa.schema(
+    [("model", pa.string()), ("groups", pa.int64()), ("reason", pa.string())]
+)
+
+
 def run_tables(run: Path, seed: int = 0) -> dict[str, pa.Table] | None:
-    """harness_metrics and harness_rules of a run folder whose benchmark is a harness import
-    (None: it is not one)."""
+    """harness_metrics, harness_rules and harness_unscored (models refused, groups that lack
+    scores) of a run folder whose benchmark is a harness import (None: it is not one)."""
     harness = harness_of(run / "benchmark")
     if harness is None:
         return None
     results = sorted(p for p in (run / "results").glob("*") if (p / "scores").is_dir())
-    table = outcomes(harness, {p.name: read_scores(p) for p in results})
+    refused = {p.name: refusal(p) for p in results}
+    total = len(
+        {
+            (r["subset"], r["group_id"])
+            for r in harness.rows.select(["subset", "group_id"]).to_pylist()
+        }
+    )
+    unscored = [{"model": m, "groups": total, "reason": why} for m, why in refused.items() if why]
+    kept = {p.name: read_scores(p) for p in results if not refused[p.name]}
+    table = outcomes(harness, kept)
     numbers = metrics(table, harness.aggregate, seed)
-    failed = table.filter(pc.and_(table["failed"], pc.equal(table["tie"], "official")))
+    failed = table.filter(
+        pc.and_(table["failed"], pc.and_(pc.equal(table["tie"], "official"),
+                                         pc.equal(table["score_type"], "score")))
+    )  # fmt: skip
+    per_model: dict[str, set] = defaultdict(set)
+    for row in failed.select(["model", "subset", "group_id"]).to_pylist():
+        per_model[row["model"]].add((row["subset"], row["group_id"]))
+    unscored += [
+        {"model": m, "groups": len(g), "reason": "a row failed or was not scored (see "
+         "failed.json / the predictions' reason): every unit needing it counts as wrong"}
+        for m, g in sorted(per_model.items())
+    ]  # fmt: skip
+    rule = pa.array([f"{harness.rule} (ties {harness.tie})"] * numbers.num_rows, pa.string())
     return {
-        "harness_metrics": numbers.append_column(
-            "rule", pa.array([f"{harness.rule} (ties {harness.tie})"] * numbers.num_rows)
-        ),
+        "harness_metrics": numbers.append_column("rule", rule),
         "harness_rules": rule_effects(numbers, harness.tie),
-        "harness_failed": failed,
+        "harness_unscored": pa.Table.from_pylist(unscored, UNSCORED_SCHEMA),
     }
 
 

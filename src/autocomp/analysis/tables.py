@@ -290,6 +290,14 @@ TABLES: tuple[TableSpec, ...] = (
         lambda c: c.harness is not None,
     ),
     TableSpec(
+        "harness_unscored",
+        "Models and groups the benchmark's rule could not judge",
+        "A model scored in a mode that gives no score matrix (--blind, --blind choice) is left "
+        "out of the harness tables; a group with a row that failed counts as wrong.",
+        lambda c: c.harness["harness_unscored"] if c.harness else pa.table({}),
+        lambda c: c.harness is not None and c.harness["harness_unscored"].num_rows > 0,
+    ),
+    TableSpec(
         "benchmark_profile",
         "Each model across benchmarks",
         "This run and every --compare run of another benchmark: each model's headline per "
