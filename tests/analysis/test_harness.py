@@ -179,3 +179,16 @@ def test_a_blind_run_is_refused_with_one_line(tmp_path):
     assert "option labels" in refusal(tmp_path)
     (tmp_path / "run.json").write_text(json.dumps({"blind": ""}))
     assert refusal(tmp_path) == ""
+
+
+def test_a_large_benchmark_s_interval_holds_its_accuracy():
+    import numpy as np
+
+    from autocomp.analysis.harness import _interval
+
+    rng = np.random.default_rng(0)
+    ones = (rng.integers(0, 2, 50_000), np.ones(50_000, dtype=int))
+    several = (rng.integers(0, 4, 20_000), np.full(20_000, 3))
+    low, high = _interval([ones, several], macro=True, seed=0)
+    mean = (ones[0].mean() + several[0].sum() / several[1].sum()) / 2
+    assert low < mean < high and high - low < 0.02

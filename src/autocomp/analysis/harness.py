@@ -152,15 +152,31 @@ def outcomes(harness: Harness, scores: Mapping[str, pa.Table]) -> pa.Table:
     return pa.Table.from_pylist(out, OUTCOME_SCHEMA)
 
 
+def _resampled(correct: Any, units: Any, rng: Any) -> tuple[Any, Any]:
+    """RESAMPLES bootstrap draws of (correct, units) summed over a subset's groups. Groups of one
+    unit each (Winoground, EqBen, MMVP-VLM): the resampled correct count is exactly
+    Binomial(groups, accuracy), drawn as such; otherwise groups are resampled, in chunks that
+    bound the memory to a few million indices."""
+    import numpy as np
+
+    n = len(units)
+    if (units == 1).all():
+        return rng.binomial(n, correct.sum() / n, RESAMPLES), np.full(RESAMPLES, n)
+    sums_c, sums_u = [], []
+    step = max(1, 2_000_000 // n)
+    for start in range(0, RESAMPLES, step):
+        picks = rng.integers(0, n, (min(step, RESAMPLES - start), n))
+        sums_c.append(correct[picks].sum(1))
+        sums_u.append(units[picks].sum(1))
+    return np.concatenate(sums_c), np.concatenate(sums_u)
+
+
 def _interval(per_subset: list[tuple[Any, Any]], macro: bool, seed: int) -> tuple[float, float]:
     """Percentile bootstrap of the accuracy over groups, resampled within each subset."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    draws = []
-    for correct, units in per_subset:
-        picks = rng.integers(0, len(units), (RESAMPLES, len(units)))
-        draws.append((correct[picks].sum(1), units[picks].sum(1)))
+    draws = [_resampled(correct, units, rng) for correct, units in per_subset]
     if macro:
         values = np.mean([c / u for c, u in draws], axis=0)
     else:
