@@ -59,6 +59,7 @@ def test_winoground_through_the_score_stage_and_the_report(tmp_path):
     assert {("winoground", "group"), ("spec", "i2t"), ("spec", "t2i")} <= seen
     assert ("autocomp", "confusion") in seen
     assert all(r["low"] <= r["accuracy"] <= r["high"] for r in profile.to_pylist())
+    assert any("A harness benchmark" in line for line in written["computed_on"])
     html = written["html"].read_text()
     assert (
         "Each model across benchmarks" in html
