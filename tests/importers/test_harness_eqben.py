@@ -171,3 +171,10 @@ def test_a_winoground_file_is_not_an_eqben_annotation(tmp_path):
     (tmp_path / "img").mkdir()
     with pytest.raises(UsageError, match="lacks image0, caption0, image1, caption1: not an EqBen"):
         import_benchmark("eqben", tmp_path / "a.json", tmp_path / "out", tmp_path / "img")
+
+
+def test_the_randomized_annotation_is_refused_naming_why(tmp_path):
+    (tmp_path / "ann.json").write_text(json.dumps([{"image": "eqbensd/a.png", "caption": "x"}]))
+    (tmp_path / "img").mkdir()
+    with pytest.raises(UsageError, match="randomized annotation.*pairing is private"):
+        import_benchmark("eqben", tmp_path / "ann.json", tmp_path / "out", tmp_path / "img")
