@@ -54,6 +54,9 @@ def test_winoground_through_the_score_stage_and_the_report(tmp_path):
     }
     n = len(examples)
     assert ours == pytest.approx({"text": text / n, "image": image / n, "group": group / n})
+    groups = pq.read_table(tmp_path / "report" / "tables" / "harness_groups.parquet").to_pylist()
+    assert len(groups) == 3 * n and {g["metric"] for g in groups} == {"text", "image", "group"}
+    assert sum(g["correct"] for g in groups if g["metric"] == "group") == group
     profile = pq.read_table(tmp_path / "report" / "tables" / "benchmark_profile.parquet")
     seen = {(r["benchmark"], r["metric"]) for r in profile.to_pylist()}
     assert {("winoground", "group"), ("spec", "i2t"), ("spec", "t2i")} <= seen
