@@ -10,7 +10,9 @@ row also says which texts are true for its image (`true_texts`), the group's `qu
 subset and the release's own fields (`meta`, JSON).
 
 The legacy prediction rows a run writes for these rows (candidate 0 against the rest) are not
-the benchmark's metric: the harness report (analysis/harness.py) reads the raw scores.
+the benchmark's metric: the harness report (analysis/harness.py) reads the raw scores. A row of
+one text (a group of one text: a lone SPEC text-to-image item) gets no prediction row, so a
+resumed run scores it again; its scores are read once (the last kept).
 
 Images: a release names files under --images (their decoded bytes are embedded) or embeds them
 ({bytes, path} structs); each is decoded in full before its group is accepted. A group with a
