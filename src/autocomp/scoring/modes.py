@@ -89,7 +89,7 @@ def native_chunk(
             for score_type in score_types:
                 prediction_rows += predictions_for(model, item, None, str(exc), False, score_type)
     requests = [
-        ScoreRequest(None if blind else item.sample_id, text)
+        ScoreRequest(None if blind else item.sample_id, text, item.prompt)
         for item in ready
         for text in item.candidates
     ]
