@@ -174,7 +174,8 @@ def parse_subset(source: Path, subset: str) -> Parsed:
     for index, item in enumerate(items):
         check_item(item, subset, f"{file.name} item {index}")
     sizes = Counter(key(item) for item in items)
-    groups, dropped = [], Counter()
+    groups: list[Group] = []
+    dropped: Counter = Counter()
     for index, item in enumerate(items):
         reason = left_out(subset, key(item), sizes)
         if reason:

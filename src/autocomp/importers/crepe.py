@@ -142,9 +142,10 @@ def parse(source: Path) -> Parsed:
             where = f"{file.name} row {number + 2}"  # the header is line 1
             refs = image_refs(row["image_id"], where)
             box = list(crop_box(row, where))
+            image = {"path": refs[0], "also": refs[1:], "crop": box}
             for subset, column in sets:
                 groups.append(Group(
-                    subset=subset, group_id=str(number), images=({"path": refs, "crop": box},),
+                    subset=subset, group_id=str(number), images=(image,),
                     texts=(str(row["caption"]), *negatives(row[column], where)), truth=((0,),),
                     query="image", meta={"image_id": row["image_id"]},
                 ))  # fmt: skip
