@@ -72,6 +72,9 @@ SKIP = {
     ("docs/usage/import.md", "autocomp import sugarcrepe --source sugarcrepe/"): "needs "
     "SugarCrepe and COCO val2017 (network); tests/analysis/test_report_sources.py reports on an "
     "import",
+    ("docs/usage/import.md", "autocomp import aro-vg-relation --source aro/"): "needs the "
+    "ARO, SugarCrepe++, CREPE and NaturalBench releases with COCO and Visual Genome images "
+    "(network); tests/importers/test_harness_{aro,scpp,crepe,naturalbench}.py build each layout",
     ("docs/usage/report.md", "autocomp report --run runs/demo"): "needs `make demo`'s run "
     "(kfp.local, minutes) and an S3 store; the report of a run made here runs in the tour",
     ("docs/usage/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for "
