@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from autocomp.analysis.harness import harness_of, metrics, outcomes
@@ -100,3 +102,93 @@ def test_a_missing_image_stops_or_is_dropped_with_skip_missing(scpp_data, tmp_pa
         "sugarcrepe-pp", data, tmp_path / "out", images, ImportConfig(skip_missing=True)
     )
     assert report["groups"] == sum(SUBSETS.values()) - 1
+
+
+def text_scores(folder, score) -> pa.Table:
+    """The scores a run writes for text-only rows: each row's query text against its texts."""
+    columns = ["sample_id", "texts", "query_text"]
+    rows = pa.concat_tables(
+        [pq.read_table(p, columns=columns) for p in sorted((folder / "data").glob("*.parquet"))]
+    ).to_pylist()
+    out = [
+        {"sample_id": r["sample_id"], "candidate_index": t, "tokens": None,
+         "score": score(r["query_text"], text)}
+        for r in rows for t, text in enumerate(r["texts"])
+    ]  # fmt: skip
+    schema = pa.schema([("sample_id", pa.string()), ("candidate_index", pa.int32()),
+                        ("score", pa.float64()), ("tokens", pa.int32())])  # fmt: skip
+    return pa.Table.from_pylist(out, schema)
+
+
+def symmetric(seed: int):
+    """A tied, symmetric text-text score (as a cosine is)."""
+    score = tied_scorer(seed)
+    return lambda a, b: score(*sorted((a, b)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_text_only_task_equals_the_script(scpp_data, tmp_path, seed):
+    data, images = scpp_data
+    out = tmp_path / "tot"
+    report = import_benchmark("sugarcrepe-pp-tot", data, out, images)
+    assert report["groups"] == sum(SUBSETS.values()) and report["samples"] == 2 * report["groups"]
+    score = symmetric(seed)
+    harness = harness_of(out)
+    rows = metrics(outcomes(harness, {"m": text_scores(out, score)}), harness.aggregate)
+    got = {r["subset"]: r["accuracy"] for r in rows.to_pylist()
+           if r["tie"] == "official" and r["metric"] == "tot"}  # fmt: skip
+    for file in sorted(data.glob("*.json")):
+        cells = [
+            {"cos_p1": 0, "cos_p2": 0, "cos_neg": 0,
+             "cos_p1p2": score(i["caption"], i["caption2"]),
+             "cos_p1_neg": score(i["caption"], i["negative_caption"]),
+             "cos_p2_neg": score(i["caption2"], i["negative_caption"])}
+            for i in json.loads(file.read_text())
+        ]  # fmt: skip
+        assert got[file.stem] == pytest.approx(official.scpp(cells)["tot"], rel=1e-12)
+
+
+def test_a_model_without_a_text_embedding_is_refused_on_tot(scpp_data, tmp_path):
+    from autocomp.scoring.stage import score
+
+    data, images = scpp_data
+    import_benchmark("sugarcrepe-pp-tot", data, tmp_path / "tot", images)
+    with pytest.raises(UsageError, match="tiny-llava.*text-only rows.*no text embedding"):
+        score(["tiny-llava"], tmp_path / "tot", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_tiny_clip_scores_tot_with_its_text_cosines(scpp_data, tmp_path):
+    """Through the score stage: the text-only rows' scores are the text tower's cosines (as
+    the script computes them with encode_text(normalize=True)), and TOT follows from them."""
+    import torch
+
+    from autocomp.analysis.harness import run_tables
+    from autocomp.config import ScoreConfig
+    from autocomp.scoring import load_scorer
+    from autocomp.scoring.stage import score
+
+    data, images = scpp_data
+    run = tmp_path / "run"
+    import_benchmark("sugarcrepe-pp-tot", data, run / "benchmark", images)
+    score(["tiny-clip"], run / "benchmark", run / "results", ScoreConfig(device="cpu"))
+    model = load_scorer("tiny-clip", device="cpu").model  # type: ignore[attr-defined]
+    import open_clip
+
+    tokenizer = open_clip.get_tokenizer("autocomp-tiny-clip")
+
+    def cosine(a: str, b: str) -> float:
+        with torch.no_grad():
+            feats = model.encode_text(tokenizer([a, b]), normalize=True)
+        return float((feats[0] * feats[1]).sum())
+
+    stored = pq.read_table(run / "results" / "tiny-clip" / "scores").to_pylist()
+    rows = {r["sample_id"]: r for r in pq.read_table(run / "benchmark" / "data").to_pylist()}
+    for cell in stored[:12]:
+        row = rows[cell["sample_id"]]
+        expected = cosine(row["query_text"], row["texts"][cell["candidate_index"]])
+        assert cell["score"] == pytest.approx(expected, abs=1e-5)
+    tables = run_tables(run)
+    assert tables is not None
+    assert {r["metric"] for r in tables["harness_metrics"].to_pylist()} == {"tot"}

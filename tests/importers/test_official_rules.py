@@ -123,3 +123,19 @@ def test_naturalbench_by_hand():
     tied = [[0.0, 0.0]] * 4  # no answer: all wrong, unless ties count right
     assert units("yes-no-groups", tied, LAYOUT_GOLD)["Acc"] == [False] * 4
     assert units("yes-no-groups", tied, LAYOUT_GOLD, "lenient")["G_Acc"] == [True]
+
+
+@EXAMPLES
+@given(st.lists(st.tuples(SCORE, SCORE, SCORE), min_size=1, max_size=30))
+def test_scpp_text_only_equals_the_script(items):
+    """TOT from the two text-only rows: P1 x [P1, P2, Neg] and P2 x [P1, P2, Neg] (cosine is
+    symmetric: the P1-P2 cell is one value in both rows, as the script's cos_p1p2)."""
+    ours = [
+        units("text-only", [[1.0, p1p2, p1n], [p1p2, 1.0, p2n]], [(1,), (0,)])["tot"][0]
+        for p1p2, p1n, p2n in items
+    ]
+    script = official.scpp(
+        [{"cos_p1": 0, "cos_p2": 0, "cos_neg": 0, "cos_p1p2": a, "cos_p1_neg": b,
+          "cos_p2_neg": c} for a, b, c in items]
+    )  # fmt: skip
+    assert sum(ours) / len(ours) == script["tot"]

@@ -75,6 +75,14 @@ HARNESS: dict[str, HarnessBenchmark] = {
             "per item, scored by ITT, P1-Neg and P2-Neg per subset.",
         ),
         HarnessBenchmark(
+            name="sugarcrepe-pp-tot", parse=scpp.parse_text_only, rule="text-only",
+            aggregate="micro", expects=scpp.EXPECTS,
+            images="the COCO val2017 folder SugarCrepe++'s items name",
+            loader="github.com/Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (data/<subset>.json)",
+            about="Imported by autocomp from SugarCrepe++: the text-only task, P1 and P2 each "
+            "compared with [P1, P2, negative] by text-text cosine, per subset.",
+        ),
+        HarnessBenchmark(
             name="crepe", parse=crepe.parse, rule="recall-at-k", aggregate="micro",
             expects=crepe.EXPECTS,
             images="the Visual Genome folder holding VG_100K/ and VG_100K_2/",

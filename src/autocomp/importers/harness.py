@@ -55,6 +55,7 @@ class Group:
     query: str = "both"
     meta: dict[str, Any] = field(default_factory=dict)
     prompts: tuple[str, ...] = ()  # per image: the question it is asked (VQA), else none
+    query_texts: tuple[str, ...] = ()  # per row: the text that queries instead of the image
 
     def check(self, where: str) -> None:
         """The group is well formed (a parser's own check: a release's bad value is refused by
@@ -63,6 +64,8 @@ class Group:
             raise ValueError(f"{where}: a group needs images, texts and a truth per image")
         if any(t < 0 or t >= len(self.texts) for ts in self.truth for t in ts):
             raise ValueError(f"{where}: a true text index is out of range")
+        if self.query_texts and len(self.query_texts) != len(self.images):
+            raise ValueError(f"{where}: a text-only group needs one query text per row")
         if self.prompts and len(self.prompts) != len(self.images):
             raise ValueError(f"{where}: a group with prompts needs one per image")
         if self.query not in QUERIES:
@@ -204,6 +207,7 @@ def group_rows(benchmark: str, group: Group) -> list[dict[str, Any]]:
             "group_id": group.group_id, "image_index": k, "group_images": len(group.images),
             "query": group.query, "texts": texts, "true_texts": list(truth), "image_ref": ref,
             "meta": meta, "prompt": group.prompts[k] if group.prompts else None,
+            "query_text": group.query_texts[k] if group.query_texts else None,
             "caption": texts[0], "caption_rewritten": False, "protocol": "paper",
             "swap_negatives": [], "swap_arrangements": [], "swap_same_scene": [],
             "swap_in_confusion": [], "confusion_negatives": negatives,

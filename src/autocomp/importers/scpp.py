@@ -12,9 +12,10 @@ Scoring (test_Variants_CLIP.py:71-99), strict `>` everywhere (a tie counts as wr
     P2-Neg  cos(image, P2) > cos(image, Neg)
     TOT     cos(P1, P2) > cos(P1, Neg) and cos(P1, P2) > cos(P2, Neg): the text encoder alone
 Accuracy per subset file (the share of its items). Texts are scored in the order [P1, P2, Neg].
-ITT and the P-Neg scores come from any backend's scores of the image against the three texts;
-TOT needs text-text similarity, which only a backend with a text embedding has (open_clip):
-for any other backend it is refused with one line.
+ITT and the P-Neg scores come from any backend's scores of the image against the three texts
+(`sugarcrepe-pp`). TOT (`sugarcrepe-pp-tot`) needs text-text similarity: its rows carry a
+query text (P1, then P2) scored against the three texts by the backend's text embedding, which
+only open_clip has; any other backend is refused with one line before it loads.
 """
 
 from __future__ import annotations
@@ -93,3 +94,23 @@ def parse(source: Path) -> Parsed:
                 meta={"id": item["id"]} if isinstance(item["id"], str | int) else {},
             ))  # fmt: skip
     return Parsed(groups, names)
+
+
+def parse_text_only(source: Path) -> Parsed:
+    """TOT: every item as a group of two text-only rows, P1 and P2 each scored against
+    [P1, P2, Neg] by text-text similarity (the item's image is kept but not scored)."""
+    parsed = parse(source)
+    groups = [
+        Group(
+            subset=g.subset,
+            group_id=g.group_id,
+            images=g.images * 2,
+            texts=g.texts,
+            truth=((1,), (0,)),
+            query="text",
+            meta=g.meta,
+            query_texts=g.texts[:2],
+        )
+        for g in parsed.groups
+    ]
+    return Parsed(groups, parsed.files)

@@ -76,6 +76,20 @@ def check_prompts(entry: ModelEntry, source: Benchmark) -> None:
     )  # fmt: skip
 
 
+def check_text_rows(entry: ModelEntry, source: Benchmark) -> None:
+    """A benchmark of text-only rows (SugarCrepe++'s TOT: texts scored against a text) is
+    scored only by a backend with a text embedding (`ScoringBackend.text_similarity`)."""
+    if entry.kind.text_similarity or "query_text" not in source.schema.names:
+        return
+    if not pc.count(source.read(["query_text"])["query_text"]).as_py():
+        return
+    raise UsageError(
+        "models", entry.name, f"cannot score {source.path}'s text-only rows (text against "
+        f"text); its backend {entry.backend} has no text embedding: score them with an "
+        "open_clip model",
+    )  # fmt: skip
+
+
 def check_out(out: Path) -> None:
     """The output folder can hold model folders."""
     if out.exists() and not out.is_dir():

@@ -5,6 +5,7 @@ matrix (registered in scoring/rules.py RULES; the matrix and tie policies are de
                    Order (one image x [true, 4 perturbations]): the image retrieves its true
                    text; one unit per image (`accuracy`).
     two-positives  SugarCrepe++ ITT, P1-Neg, P2-Neg: one image x [P1, P2, Neg].
+    text-only      SugarCrepe++ TOT: P1 and P2 (text-only rows) x [P1, P2, Neg].
     recall-at-k    CREPE: the rank of the true text among the image's candidates; R@k per image.
     yes-no-groups  NaturalBench: four rows (q0 i0, q0 i1, q1 i0, q1 i1) x [yes / A, no / B];
                    each row answers the option scoring higher; Acc, Q-Acc, I-Acc, G-Acc.
@@ -67,6 +68,14 @@ def two_positives(matrix: Matrix, truth: Truth, policy: str, query: str) -> Outc
         out["p1_neg"].append(p1)
         out["p2_neg"].append(p2)
     return out
+
+
+def text_only(matrix: Matrix, truth: Truth, policy: str, query: str) -> Outcome:
+    """SugarCrepe++'s TOT (test_Variants_CLIP.py:88): rows P1 and P2 each query the texts
+    [P1, P2, Neg] by text-text similarity; right when P1-P2 is above P1-Neg and P2-Neg."""
+    if len(matrix) != 2 or not all(complete(row) for row in matrix):
+        return {"tot": [False]}
+    return {"tot": [not above(matrix[0], 1, 2, policy) and not above(matrix[1], 0, 2, policy)]}
 
 
 def recall_at_k(matrix: Matrix, truth: Truth, policy: str, query: str) -> Outcome:

@@ -167,6 +167,10 @@ RULES: dict[str, Rule] = {
         "two-positives", ("itt", "p1_neg", "p2_neg"), group_rules.two_positives, "strict",
         False, "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1 > cos_neg, ...)",
     ),
+    "text-only": Rule(
+        "text-only", ("tot",), group_rules.text_only, "strict", False,
+        "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1p2 > cos_p1_neg and > cos_p2_neg)",
+    ),
     "recall-at-k": Rule(
         "recall-at-k", tuple(f"R@{k}" for k in group_rules.KS), group_rules.recall_at_k,
         "strict", False, "RAIVNLab/CREPE crepe_eval_utils.py get_one2many_rank / "
