@@ -9,7 +9,17 @@ release's exact format, scored by a transcription of the authors' script and by 
 
 from __future__ import annotations
 
-from autocomp.importers import aro, crepe, eqben, mmvp, naturalbench, scpp, spec, winoground
+from autocomp.importers import (
+    aro,
+    crepe,
+    eqben,
+    mmvp,
+    naturalbench,
+    order,
+    scpp,
+    spec,
+    winoground,
+)
 from autocomp.importers.harness import HarnessBenchmark
 
 HARNESS: dict[str, HarnessBenchmark] = {
@@ -66,6 +76,24 @@ HARNESS: dict[str, HarnessBenchmark] = {
             about="Imported by autocomp from ARO VG-Attribution: one cropped Visual Genome "
             "region x [true, false] caption per item, macro accuracy over attribute pairs "
             "with at least 25 items.",
+        ),
+        HarnessBenchmark(
+            name="aro-coco-order", parse=order.parse, rule="image-to-text-first",
+            aggregate="micro", expects=order.EXPECTS,
+            images="the COCO 2014 root (the folder holding val2014/)",
+            loader="github.com/mertyg/vision-language-models-are-bows dataset_zoo/"
+            "aro_datasets.py COCO_Order, perturbations.py TextShuffler",
+            about="Imported by autocomp from ARO COCO-Order: each caption against four word-order "
+            "perturbations, drawn once at import under a recorded seed; Precision@1.",
+        ),
+        HarnessBenchmark(
+            name="aro-flickr-order", parse=order.parse, rule="image-to-text-first",
+            aggregate="micro", expects=order.EXPECTS,
+            images="the Flickr30k root (the folder holding flickr30k-images/)",
+            loader="github.com/mertyg/vision-language-models-are-bows dataset_zoo/"
+            "aro_datasets.py Flickr30k_Order, perturbations.py TextShuffler",
+            about="Imported by autocomp from ARO Flickr30k-Order: each caption against four "
+            "word-order perturbations, drawn once at import under a recorded seed; Precision@1.",
         ),
         HarnessBenchmark(
             name="sugarcrepe-pp", parse=scpp.parse, rule="two-positives", aggregate="micro",
