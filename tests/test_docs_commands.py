@@ -75,6 +75,10 @@ SKIP = {
     ("docs/usage/import.md", "autocomp import aro-vg-relation --source aro/"): "needs the "
     "ARO, SugarCrepe++, CREPE and NaturalBench releases with COCO and Visual Genome images "
     "(network); tests/importers/test_harness_{aro,scpp,crepe,naturalbench}.py build each layout",
+    ("docs/usage/import.md", "autocomp import winoground --source winoground/data"): "needs "
+    "the downloaded Winoground, EqBen, MMVP-VLM and SPEC releases (network); "
+    "tests/importers/test_harness_*.py build each release's layout and "
+    "test_harness_report.py scores and reports one",
     ("docs/usage/report.md", "autocomp report --run runs/demo"): "needs `make demo`'s run "
     "(kfp.local, minutes) and an S3 store; the report of a run made here runs in the tour",
     ("docs/usage/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for "

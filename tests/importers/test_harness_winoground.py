@@ -15,28 +15,12 @@ from autocomp.analysis.harness import harness_of, metrics, outcomes
 from autocomp.config import ImportConfig
 from autocomp.errors import UsageError
 from autocomp.importers import import_benchmark
-from tests.importers.harness_support import png, run_scores, tied_scorer
-
-TAGS = ["Object", "Relation", "Both"]
+from tests.importers.harness_support import png, run_scores, tied_scorer, write_winoground
 
 
 @pytest.fixture
 def winoground(tmp_path):
-    data = tmp_path / "winoground" / "data"
-    images = data / "images"
-    images.mkdir(parents=True)
-    lines = []
-    for i in range(12):
-        for k in (0, 1):
-            (images / f"ex_{i}_img_{k}.png").write_bytes(png(2 * i + k))
-        lines.append(json.dumps({
-            "id": i, "image_0": f"ex_{i}_img_0", "image_1": f"ex_{i}_img_1",
-            "caption_0": f"a mug in some grass {i}", "caption_1": f"some grass in a mug {i}",
-            "tag": "Object", "secondary_tag": "", "num_main_preds": 1,
-            "collapsed_tag": TAGS[i % 3],
-        }))  # fmt: skip
-    (data / "examples.jsonl").write_text("\n".join(lines) + "\n")
-    return data, images
+    return write_winoground(tmp_path)
 
 
 # ----------------------------------------------------------------- the official logic, transcribed

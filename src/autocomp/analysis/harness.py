@@ -20,6 +20,7 @@ rule and interval (Auto-Comp runs: accuracy per set, paper protocol, over items)
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -151,15 +152,31 @@ def outcomes(harness: Harness, scores: Mapping[str, pa.Table]) -> pa.Table:
     return pa.Table.from_pylist(out, OUTCOME_SCHEMA)
 
 
+def _resampled(correct: Any, units: Any, rng: Any) -> tuple[Any, Any]:
+    """RESAMPLES bootstrap draws of (correct, units) summed over a subset's groups. Groups of one
+    unit each (Winoground, EqBen, MMVP-VLM): the resampled correct count is exactly
+    Binomial(groups, accuracy), drawn as such; otherwise groups are resampled, in chunks that
+    bound the memory to a few million indices."""
+    import numpy as np
+
+    n = len(units)
+    if (units == 1).all():
+        return rng.binomial(n, correct.sum() / n, RESAMPLES), np.full(RESAMPLES, n)
+    sums_c, sums_u = [], []
+    step = max(1, 2_000_000 // n)
+    for start in range(0, RESAMPLES, step):
+        picks = rng.integers(0, n, (min(step, RESAMPLES - start), n))
+        sums_c.append(correct[picks].sum(1))
+        sums_u.append(units[picks].sum(1))
+    return np.concatenate(sums_c), np.concatenate(sums_u)
+
+
 def _interval(per_subset: list[tuple[Any, Any]], macro: bool, seed: int) -> tuple[float, float]:
     """Percentile bootstrap of the accuracy over groups, resampled within each subset."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    draws = []
-    for correct, units in per_subset:
-        picks = rng.integers(0, len(units), (RESAMPLES, len(units)))
-        draws.append((correct[picks].sum(1), units[picks].sum(1)))
+    draws = [_resampled(correct, units, rng) for correct, units in per_subset]
     if macro:
         values = np.mean([c / u for c, u in draws], axis=0)
     else:
@@ -186,6 +203,16 @@ def _cell(
     }  # fmt: skip
 
 
+METRICS_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()), ("score_type", pa.string()), ("tie", pa.string()),
+        ("benchmark", pa.string()), ("subset", pa.string()), ("metric", pa.string()),
+        ("aggregate", pa.string()), ("groups", pa.int64()), ("units", pa.int64()),
+        ("accuracy", pa.float64()), ("low", pa.float64()), ("high", pa.float64()),
+    ]
+)  # fmt: skip
+
+
 def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
     """The benchmark's numbers from `outcomes`: per subset, and the headline "all" (aggregate
     micro or macro), with intervals; each with the other aggregation as `all (micro)` /
@@ -199,7 +226,10 @@ def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
         correct.append(row["correct"])
         units.append(row["units"])
     out = []
-    for key, subsets in sorted(cells.items()):
+    order = {tie: i for i, tie in enumerate(TIES)}
+    for key, subsets in sorted(
+        cells.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]], kv[0][3], kv[0][4])
+    ):
         arrays = {s: (np.array(c), np.array(u)) for s, (c, u) in sorted(subsets.items())}
         for subset, pair in arrays.items():
             out.append(_cell((*key, subset), {subset: pair}, False, seed))
@@ -207,7 +237,7 @@ def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
         if len(arrays) > 1:
             other = "micro" if aggregate == "macro" else "macro"
             out.append(_cell((*key, f"all ({other})"), arrays, other == "macro", seed))
-    return pa.Table.from_pylist(out)
+    return pa.Table.from_pylist(out, METRICS_SCHEMA)
 
 
 def rule_effects(table: pa.Table, official_tie: str) -> pa.Table:
@@ -248,22 +278,69 @@ def rule_effects(table: pa.Table, official_tie: str) -> pa.Table:
     return pa.Table.from_pylist(out, schema)
 
 
+def refusal(result: Path) -> str:
+    """Why a model's run gives no score matrix ("" when it does): a blind run scores each text
+    without the image (every image of a group would get the same scores), a choice run scores
+    option labels, not texts."""
+    try:
+        record = json.loads((result / "run.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    blind = record.get("blind")
+    if blind == "choice":
+        return (
+            "scored with --blind choice: its scores are option labels, not a text per image; "
+            "score without --blind for the benchmark's rule"
+        )
+    if blind:
+        return (
+            "scored with --blind: each text without the image, so every image of a group gets "
+            "the same scores and the rule (text and image side) says nothing; score without "
+            "--blind"
+        )
+    return ""
+
+
+UNSCORED_SCHEMA = pa.schema(
+    [("model", pa.string()), ("groups", pa.int64()), ("reason", pa.string())]
+)
+
+
 def run_tables(run: Path, seed: int = 0) -> dict[str, pa.Table] | None:
-    """harness_metrics and harness_rules of a run folder whose benchmark is a harness import
-    (None: it is not one)."""
+    """harness_metrics, harness_rules and harness_unscored (models refused, groups that lack
+    scores) of a run folder whose benchmark is a harness import (None: it is not one)."""
     harness = harness_of(run / "benchmark")
     if harness is None:
         return None
     results = sorted(p for p in (run / "results").glob("*") if (p / "scores").is_dir())
-    table = outcomes(harness, {p.name: read_scores(p) for p in results})
+    refused = {p.name: refusal(p) for p in results}
+    total = len(
+        {
+            (r["subset"], r["group_id"])
+            for r in harness.rows.select(["subset", "group_id"]).to_pylist()
+        }
+    )
+    unscored = [{"model": m, "groups": total, "reason": why} for m, why in refused.items() if why]
+    kept = {p.name: read_scores(p) for p in results if not refused[p.name]}
+    table = outcomes(harness, kept)
     numbers = metrics(table, harness.aggregate, seed)
-    failed = table.filter(pc.and_(table["failed"], pc.equal(table["tie"], "official")))
+    failed = table.filter(
+        pc.and_(table["failed"], pc.and_(pc.equal(table["tie"], "official"),
+                                         pc.equal(table["score_type"], "score")))
+    )  # fmt: skip
+    per_model: dict[str, set] = defaultdict(set)
+    for row in failed.select(["model", "subset", "group_id"]).to_pylist():
+        per_model[row["model"]].add((row["subset"], row["group_id"]))
+    unscored += [
+        {"model": m, "groups": len(g), "reason": "a row failed or was not scored (see "
+         "failed.json / the predictions' reason): every unit needing it counts as wrong"}
+        for m, g in sorted(per_model.items())
+    ]  # fmt: skip
+    rule = pa.array([f"{harness.rule} (ties {harness.tie})"] * numbers.num_rows, pa.string())
     return {
-        "harness_metrics": numbers.append_column(
-            "rule", pa.array([f"{harness.rule} (ties {harness.tie})"] * numbers.num_rows)
-        ),
+        "harness_metrics": numbers.append_column("rule", rule),
         "harness_rules": rule_effects(numbers, harness.tie),
-        "harness_failed": failed,
+        "harness_unscored": pa.Table.from_pylist(unscored, UNSCORED_SCHEMA),
     }
 
 
@@ -329,4 +406,3 @@ def profile(runs: Mapping[str, Path], seed: int = 0) -> pa.Table:
                 "units": row["units"],
             })  # fmt: skip
     return pa.Table.from_pylist(out, PROFILE_SCHEMA)
-

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
 
-from autocomp.analysis import agreement
+from autocomp.analysis import agreement, harness
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.audit_tables import progress_caveats
 from autocomp.analysis.finetune_tables import DELTAS_NOTE, TABLE8_NOTE, finetune_tables
@@ -36,6 +37,12 @@ class Context:
     data: RunData
     seed: int = 0
     compare: Mapping[str, pa.Table] = field(default_factory=dict)
+    profile: Mapping[str, Path] = field(default_factory=dict)  # runs of other benchmarks
+
+    @cached_property
+    def harness(self) -> dict[str, pa.Table] | None:
+        """The harness tables of a run whose benchmark is a harness import (else None)."""
+        return harness.run_tables(self.data.run, self.seed)
 
     @cached_property
     def kinds(self) -> dict[str, list[str]]:
@@ -262,6 +269,44 @@ TABLES: tuple[TableSpec, ...] = (
         paper=("paper_table21",),
     ),
     TableSpec(
+        "harness_metrics",
+        "The benchmark's own metric (harness import)",
+        "The imported benchmark's official rule on the group score matrices of each model's raw "
+        "scores: per subset and the headline (all) as the benchmark aggregates, under its own "
+        "tie policy (official) and with ties counted wrong (strict) or right (lenient); "
+        "per_token = summed log-likelihood / tokens (generative models); 95 % percentile "
+        "bootstrap over groups. The accuracy tables above judge candidate 0 against the rest "
+        "and are not this benchmark's metric.",
+        lambda c: c.harness["harness_metrics"] if c.harness else pa.table({}),
+        lambda c: c.harness is not None,
+    ),
+    TableSpec(
+        "harness_rules",
+        "Where another harness's rule gives another number",
+        "Each headline under the official rule and under one change: ties counted wrong or "
+        "right, the other aggregation of subsets (micro vs macro), per-token scores. Only the "
+        "changes that move the number are listed.",
+        lambda c: c.harness["harness_rules"] if c.harness else pa.table({}),
+        lambda c: c.harness is not None,
+    ),
+    TableSpec(
+        "harness_unscored",
+        "Models and groups the benchmark's rule could not judge",
+        "A model scored in a mode that gives no score matrix (--blind, --blind choice) is left "
+        "out of the harness tables; a group with a row that failed counts as wrong.",
+        lambda c: c.harness["harness_unscored"] if c.harness else pa.table({}),
+        lambda c: c.harness is not None and c.harness["harness_unscored"].num_rows > 0,
+    ),
+    TableSpec(
+        "benchmark_profile",
+        "Each model across benchmarks",
+        "This run and every --compare run of another benchmark: each model's headline per "
+        "benchmark, with that benchmark's own metric, rule and 95 % interval (harness imports: "
+        "bootstrap over groups; Auto-Comp: exact binomial over items, paper protocol).",
+        lambda c: harness.profile(c.profile, c.seed),
+        lambda c: bool(c.profile),
+    ),
+    TableSpec(
         "cross_generator",
         "Accuracy per generator (Table 9)",
         "Accuracy per generator x cell on the concepts every compared run kept.",
@@ -298,11 +343,15 @@ class ReportTables:
 
 
 def build_tables(
-    data: RunData, seed: int = 0, compare: Mapping[str, pa.Table] | None = None
+    data: RunData,
+    seed: int = 0,
+    compare: Mapping[str, pa.Table] | None = None,
+    profile: Mapping[str, Path] | None = None,
 ) -> ReportTables:
     """Every registered table that applies to the run `data` (`compare`: generator name ->
-    predictions, this run's included, for Table 9), and its notes and caveats."""
-    context = Context(data, seed, compare or {})
+    predictions, this run's included, for Table 9; `profile`: run name -> folder, this run's
+    included, of runs of different benchmarks), and its notes and caveats."""
+    context = Context(data, seed, compare or {}, profile or {})
     tables = {
         key: table
         for spec in TABLES
