@@ -88,6 +88,9 @@ SKIP = {
     "server) and a second VQA model; tests/audit runs each verb",
     ("docs/usage/audit.md", "autocomp audit export --benchmark runs/demo/benchmark"): "needs "
     "`make demo`'s run and annotators in a browser (serve is a server); tests/audit runs each verb",
+    ("docs/usage/audit.md", "autocomp audit labelstudio-export study --out study-ls"): "needs "
+    "a study (the blocks above are skipped) and Label Studio with annotators; "
+    "tests/audit/test_labelstudio.py exports a study and reads Label Studio's JSON export back",
     ("docs/usage/cluster.md", "export AUTOCOMP_IMAGE_REGISTRY=registry.example.com/ml"): "buildah "
     "builds for minutes and pushes to your registry: .ci/images runs exactly this (.ci/release, "
     "against Debian's docker-registry on 127.0.0.1); the `cluster` fixture holds the lock it writes",
