@@ -136,16 +136,17 @@ def cropped(image: dict[str, Any], root: Path | None) -> tuple[bytes | None, str
     refs = [image["path"], *image.get("also", [])]
     if root is None:
         raise UsageError("images", None, f"image {refs[0]!r} is a file name: give its folder")
-    path = next((p for p in (output.locate(root, ref) for ref in refs) if p is not None), None)
-    if path is None:
+    found = next(((p, r) for p, r in ((output.locate(root, r), r) for r in refs) if p), None)
+    if found is None:
         return None, str(root / refs[0])
+    path, ref = found
     data = path.read_bytes()
     if output.image_problem(data) is not None:
         return data, str(path)
     buffer = io.BytesIO()
     with PILImage.open(io.BytesIO(data)) as opened:
         opened.convert("RGB").crop(tuple(image["crop"])).save(buffer, "PNG")
-    return buffer.getvalue(), str(path)
+    return buffer.getvalue(), ref  # the stored name: the release's, no local path
 
 
 def npy_image(path: Path) -> bytes:
