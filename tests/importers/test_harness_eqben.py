@@ -171,3 +171,20 @@ def test_a_winoground_file_is_not_an_eqben_annotation(tmp_path):
     (tmp_path / "img").mkdir()
     with pytest.raises(UsageError, match="lacks image0, caption0, image1, caption1: not an EqBen"):
         import_benchmark("eqben", tmp_path / "a.json", tmp_path / "out", tmp_path / "img")
+
+
+def test_the_randomized_annotation_is_refused_naming_why(tmp_path):
+    (tmp_path / "ann.json").write_text(json.dumps([{"image": "eqbensd/a.png", "caption": "x"}]))
+    (tmp_path / "img").mkdir()
+    with pytest.raises(UsageError, match="randomized annotation.*pairing is private"):
+        import_benchmark("eqben", tmp_path / "ann.json", tmp_path / "out", tmp_path / "img")
+
+
+def test_a_subset_named_all_keeps_apart_from_the_headline(eqben, tmp_path):
+    root, listed, _ = eqben
+    pairs = [{k: v.replace("eqbensd/", "x/") if k.startswith("image") else v for k, v in p.items()}
+             for p in json.loads(listed.read_text()) if p["image0"].startswith("eqbensd/")]  # fmt: skip
+    (root / "x").symlink_to(root / "eqbensd")
+    (tmp_path / "all.json").write_text(json.dumps(pairs))
+    report = import_benchmark("eqben", tmp_path / "all.json", tmp_path / "out", root)
+    assert report["groups_by_subset"] == {"all (subset)": 20}

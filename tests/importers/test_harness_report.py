@@ -18,10 +18,10 @@ from tests.importers.harness_support import write_spec, write_winoground
 pytestmark = pytest.mark.slow
 
 
-def _run(tmp_path, name, fmt, source, images=None):
+def _run(tmp_path, name, fmt, source, images=None, model="tiny-clip"):
     run = tmp_path / name
     import_benchmark(fmt, source, run / "benchmark", images)
-    score("tiny-clip", run / "benchmark", run / "results", ScoreConfig(device="cpu"))
+    score(model, run / "benchmark", run / "results", ScoreConfig(device="cpu"))
     return run
 
 
@@ -59,6 +59,7 @@ def test_winoground_through_the_score_stage_and_the_report(tmp_path):
     assert {("winoground", "group"), ("spec", "i2t"), ("spec", "t2i")} <= seen
     assert ("autocomp", "confusion") in seen
     assert all(r["low"] <= r["accuracy"] <= r["high"] for r in profile.to_pylist())
+    assert any("A harness benchmark" in line for line in written["computed_on"])
     html = written["html"].read_text()
     assert (
         "Each model across benchmarks" in html
@@ -75,3 +76,48 @@ def _color_release(tmp_path):
     path = tmp_path / "color.parquet"
     pq2.write_table(release_table(COLOR_ROWS, "colors"), path)
     return path
+
+
+def _card(data, run, model, per_token=False):
+    """The card's text / image / group counts on a run's own scores of `model`."""
+    scores = pq.read_table(run / "results" / model / "scores").to_pylist()
+    by_id = {r["sample_id"]: r for r in pq.read_table(run / "benchmark" / "data").to_pylist()}
+    cell = {}
+    for s in scores:
+        row = by_id[s["sample_id"]]
+        value = s["score"] / s["tokens"] if per_token else s["score"]
+        cell[row["image_ref"], row["texts"][s["candidate_index"]]] = value
+    counts = {"text": 0, "image": 0, "group": 0}
+    examples = [json.loads(line) for line in (data / "examples.jsonl").read_text().splitlines()]
+    for ex in examples:
+        i0, i1, c0, c1 = (
+            ex["image_0"] + ".png",
+            ex["image_1"] + ".png",
+            ex["caption_0"],
+            ex["caption_1"],
+        )
+        t = cell[i0, c0] > cell[i0, c1] and cell[i1, c1] > cell[i1, c0]
+        i = cell[i0, c0] > cell[i1, c0] and cell[i1, c1] > cell[i0, c1]
+        counts["text"] += t
+        counts["image"] += i
+        counts["group"] += t and i
+    return {k: v / len(examples) for k, v in counts.items()}
+
+
+def test_a_generative_model_gets_both_score_types_and_a_blind_run_is_refused(tmp_path):
+    from autocomp.analysis.harness import run_tables
+
+    data, images = write_winoground(tmp_path / "src", groups=4)
+    run = _run(tmp_path, "wg", "winoground", data, images, model="tiny-llava")
+    blind = ScoreConfig(device="cpu", blind="likelihood")
+    score("tiny-qwen2.5-vl", run / "benchmark", run / "results", blind)
+    tables = run_tables(run)
+    rows = tables["harness_metrics"].to_pylist()
+    for score_type in ("score", "per_token"):
+        ours = {r["metric"]: r["accuracy"] for r in rows if r["subset"] == "all"
+                and r["tie"] == "official" and r["score_type"] == score_type}  # fmt: skip
+        assert ours == pytest.approx(_card(data, run, "tiny-llava", score_type == "per_token"))
+    assert {r["model"] for r in rows} == {"tiny-llava"}
+    refused = tables["harness_unscored"].to_pylist()
+    assert [(r["model"], r["groups"]) for r in refused] == [("tiny-qwen2.5-vl", 4)]
+    assert "--blind" in refused[0]["reason"]

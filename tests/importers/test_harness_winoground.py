@@ -135,3 +135,22 @@ def test_an_existing_folder_is_kept_without_force(winoground, tmp_path):
     with pytest.raises(UsageError, match="exists.*--force"):
         import_benchmark("winoground", data, tmp_path / "out", images)
     import_benchmark("winoground", data, tmp_path / "out", images, ImportConfig(force=True))
+
+
+def test_the_verb_prints_the_rule_and_refuses_bad_input_in_one_line(winoground, tmp_path, capsys):
+    from autocomp.cli.main import main
+
+    data, images = winoground
+    (images / "ex_5_img_0.png").unlink()
+    argv = ["import", "winoground", "--source", str(data), "--images", str(images),
+            "--out", str(tmp_path / "wg")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "ex_5_img_0.png" in err and "--skip-missing" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert main([*argv, "--skip-missing"]) == 0
+    printed = capsys.readouterr().out
+    assert f"imported 22 samples into {tmp_path / 'wg'} (winoground)" in printed
+    for line in ("groups: 11", "rule: text-image-group", "tie: strict", "aggregate: micro",
+                 "groups dropped: 1 (Both: image missing)"):  # fmt: skip
+        assert line in printed

@@ -83,6 +83,13 @@ def parse(source: Path) -> Parsed:
     for key, pair in pairs:
         where = f"{source.name} pair {key}"
         missing = [f for f in FIELDS if not isinstance(pair, dict) or f not in pair]
+        if missing and isinstance(pair, dict) and {"image", "caption"} <= set(pair):
+            raise UsageError(
+                "source", where, "holds single {image, caption} entries: the randomized "
+                "annotation (ann_json_finegrained_random.json), whose pairing is private; give "
+                "the 10% subset's annotation or a per-subset file of {image0, caption0, image1, "
+                "caption1} pairs"
+            )  # fmt: skip
         if missing:
             raise UsageError(
                 "source", where, f"lacks {', '.join(missing)}: not an EqBen annotation; {EXPECTS}"

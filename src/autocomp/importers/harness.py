@@ -20,6 +20,7 @@ counted (a group is judged whole, so one bad image drops the group).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -167,16 +168,20 @@ def npy_image(path: Path) -> bytes:
         return b"not an image"
 
 
-def _group_images(
-    group: Group, root: Path | None, config: ImportConfig, dropped: Counter, spec: HarnessBenchmark
-) -> list[dict[str, Any]] | None:
-    """The group's images as {bytes, path}, each decoded in full; None: dropped (skip_missing)."""
-    loaded = [_image_bytes(image, root) for image in group.images]
-    problems = output.image_problems([data or b"" for data, _ in loaded])
+def _usable(
+    group: Group,
+    loaded: list[tuple[bytes | None, str]],
+    problems: list[str | None],
+    config: ImportConfig,
+    dropped: Counter,
+    spec: HarnessBenchmark,
+) -> bool:
+    """Whether every image of the group is there and decodes; a bad one stops the import naming
+    it, or (skip_missing) drops the group, counted by reason."""
     for (data, name), problem in zip(loaded, problems):
-        what = "is missing" if data is None else f"does not decode ({problem})"
         if data is not None and problem is None:
             continue
+        what = "is missing" if data is None else f"does not decode ({problem})"
         if not config.skip_missing:
             fix = f"give {spec.images}" if spec.images else "download the release again"
             raise UsageError(
@@ -185,11 +190,19 @@ def _group_images(
             )  # fmt: skip
         reason = "image missing" if data is None else "image does not decode"
         dropped[f"{group.subset}: {reason}"] += 1
-        return None
-    return [
-        {"bytes": data, "path": image if isinstance(image, str) else name}
-        for (data, name), image in zip(loaded, group.images)
-    ]
+        return False
+    return True
+
+
+RESERVED = "all"  # the harness tables' headline row (analysis/harness.py): "all", "all (macro)"
+
+
+def _unreserved(group: Group) -> Group:
+    """A group whose subset a release names "all" (an EqBen file all.json) as "all (subset)":
+    the report's headline rows are "all" and "all (micro|macro)"."""
+    if group.subset == RESERVED or group.subset.startswith(f"{RESERVED} ("):
+        return dataclasses.replace(group, subset=f"{group.subset} (subset)")
+    return group
 
 
 def group_rows(benchmark: str, group: Group) -> list[dict[str, Any]]:
@@ -228,9 +241,9 @@ def _accepted(
     config: ImportConfig,
     dropped: Counter,
 ) -> list[Group]:
-    """The groups whose every image decodes (the others stop the import, or are counted)."""
+    """The groups whose every image decodes (the others stop the import, or are counted), in
+    order; the images of BATCH_GROUPS groups are decoded together (output.image_problems)."""
     seen: set[tuple[str, str]] = set()
-    kept = []
     for group in groups:
         key = (group.subset, group.group_id)
         if key in seen:
@@ -239,8 +252,15 @@ def _accepted(
                 "give the release's files once"
             )  # fmt: skip
         seen.add(key)
-        if _group_images(group, root, config, dropped, spec) is not None:
-            kept.append(group)
+    kept = []
+    for start in range(0, len(groups), BATCH_GROUPS):
+        batch = groups[start : start + BATCH_GROUPS]
+        loaded = [[_image_bytes(image, root) for image in group.images] for group in batch]
+        problems = iter(output.image_problems([d or b"" for images in loaded for d, _ in images]))
+        for group, images in zip(batch, loaded):
+            mine = [next(problems) for _ in images]
+            if _usable(group, images, mine, config, dropped, spec):
+                kept.append(group)
     return kept
 
 
@@ -269,6 +289,7 @@ def import_harness(
         raise UsageError("images", images, f"is no folder; give {spec.images or 'none'}")
     parsed = spec.parse(Path(source))
     root = Path(images) if images is not None else parsed.root
+    parsed.groups = [_unreserved(group) for group in parsed.groups]
     for group in parsed.groups:
         group.check(f"{spec.name} group {group.subset}/{group.group_id}")
     dropped = Counter(parsed.dropped)

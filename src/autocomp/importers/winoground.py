@@ -48,7 +48,7 @@ def parse(source: Path) -> Parsed:
         where = f"{source} example {row.get('id', index)}"
         texts = (text_of(row, "caption_0", where), text_of(row, "caption_1", where))
         groups.append(Group(
-            subset=str(row.get("collapsed_tag") or "all"), group_id=str(row["id"]),
+            subset=str(row.get("collapsed_tag") or "untagged"), group_id=str(row["id"]),
             images=(_image(row["image_0"], where), _image(row["image_1"], where)),
             texts=texts, truth=((0,), (1,)), query="both",
             meta={k: row[k] for k in KEPT if k in row and not isinstance(row[k], dict)},
