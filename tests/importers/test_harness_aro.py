@@ -158,3 +158,28 @@ def test_a_missing_image_stops_or_is_dropped_with_skip_missing(aro_root, tmp_pat
     )  # fmt: skip
     kept = [k for k, r in enumerate(RELATIONS) if r != "near"]
     assert report["groups"] == sum(1 for k in kept if k % 4 != 1)
+
+
+@pytest.mark.slow
+def test_a_real_run_gives_the_authors_macro_from_its_own_scores(aro_root, tmp_path):
+    """The tiny random-weight CLIP through the score stage on the cropped VG-Relation import:
+    the report's headline equals the script's macro fed the run's own scores."""
+    from autocomp.analysis.harness import run_tables
+    from autocomp.config import ScoreConfig
+    from autocomp.scoring.stage import score
+
+    run = tmp_path / "run"
+    import_benchmark("aro-vg-relation", aro_root, run / "benchmark", aro_root / "images")
+    score(["tiny-clip"], run / "benchmark", run / "results", ScoreConfig(device="cpu"))
+    stored = pq.read_table(run / "results" / "tiny-clip" / "scores").to_pylist()
+    cells = {(r["sample_id"], r["candidate_index"]): r["score"] for r in stored}
+    rows = pq.read_table(next((run / "benchmark" / "data").glob("*.parquet"))).to_pylist()
+    scores = np.array([[[cells[(r["sample_id"], 1)], cells[(r["sample_id"], 0)]]] for r in rows])
+    relations = [r["subset"] for r in rows]
+    tables = run_tables(run)
+    assert tables is not None
+    headline = [
+        r["accuracy"] for r in tables["harness_metrics"].to_pylist()
+        if r["subset"] == "all" and r["tie"] == "official" and r["score_type"] == "score"
+    ]  # fmt: skip
+    assert headline == [pytest.approx(official.aro_vg_relation(scores, relations), rel=1e-12)]
