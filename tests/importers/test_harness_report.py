@@ -5,6 +5,7 @@ official metric recomputed from the run's own scores equals the script's logic, 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pyarrow.parquet as pq
 import pytest
@@ -54,6 +55,9 @@ def test_winoground_through_the_score_stage_and_the_report(tmp_path):
     }
     n = len(examples)
     assert ours == pytest.approx({"text": text / n, "image": image / n, "group": group / n})
+    groups = pq.read_table(tmp_path / "report" / "tables" / "harness_groups.parquet").to_pylist()
+    assert len(groups) == 3 * n and {g["metric"] for g in groups} == {"text", "image", "group"}
+    assert sum(g["correct"] for g in groups if g["metric"] == "group") == group
     profile = pq.read_table(tmp_path / "report" / "tables" / "benchmark_profile.parquet")
     seen = {(r["benchmark"], r["metric"]) for r in profile.to_pylist()}
     assert {("winoground", "group"), ("spec", "i2t"), ("spec", "t2i")} <= seen
@@ -105,12 +109,15 @@ def _card(data, run, model, per_token=False):
 
 
 def test_a_generative_model_gets_both_score_types_and_a_blind_run_is_refused(tmp_path):
+    """(Scoring a harness benchmark --blind is refused: test_harness_winoground.py.)"""
     from autocomp.analysis.harness import run_tables
 
     data, images = write_winoground(tmp_path / "src", groups=4)
     run = _run(tmp_path, "wg", "winoground", data, images, model="tiny-llava")
-    blind = ScoreConfig(device="cpu", blind="likelihood")
-    score("tiny-qwen2.5-vl", run / "benchmark", run / "results", blind)
+    # a run made before scoring refused --blind on harness benchmarks: the report refuses it
+    shutil.copytree(run / "results" / "tiny-llava", run / "results" / "tiny-qwen2.5-vl")
+    record = run / "results" / "tiny-qwen2.5-vl" / "run.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "blind": "likelihood"}))
     tables = run_tables(run)
     rows = tables["harness_metrics"].to_pylist()
     for score_type in ("score", "per_token"):

@@ -154,3 +154,15 @@ def test_the_verb_prints_the_rule_and_refuses_bad_input_in_one_line(winoground, 
     for line in ("groups: 11", "rule: text-image-group", "tie: strict", "aggregate: micro",
                  "groups dropped: 1 (Both: image missing)"):  # fmt: skip
         assert line in printed
+
+
+def test_scoring_a_harness_benchmark_blind_is_refused_before_a_model_loads(winoground, tmp_path):
+    from autocomp.config import ScoreConfig
+    from autocomp.scoring.stage import score
+
+    data, images = winoground
+    import_benchmark("winoground", data, tmp_path / "wg", images)
+    blind = ScoreConfig(device="cpu", blind="likelihood")
+    with pytest.raises(UsageError, match="harness benchmark winoground.*without --blind"):
+        score("tiny-llava", tmp_path / "wg", tmp_path / "runs", blind)
+    assert not (tmp_path / "runs").exists()

@@ -13,9 +13,8 @@ every unit that needs it is wrong and counted in `failed_groups`.
 and the headline ("all") as the benchmark's registry entry says (micro: pool the units; macro:
 the mean of the subsets'), each with a percentile-bootstrap interval over groups (the unit the
 rule judges together; resampled within each subset; `seed`). `rule_effects` lists where a tie
-rule or an aggregation other than the official one gives another number. `profile` is one
-table across runs of different benchmarks: each model's headline per benchmark with its metric,
-rule and interval (Auto-Comp runs: accuracy per set, paper protocol, over items).
+rule or an aggregation other than the official one gives another number (one model across
+benchmarks: analysis/profile.py).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -307,8 +306,10 @@ UNSCORED_SCHEMA = pa.schema(
 
 
 def run_tables(run: Path, seed: int = 0) -> dict[str, pa.Table] | None:
-    """harness_metrics, harness_rules and harness_unscored (models refused, groups that lack
-    scores) of a run folder whose benchmark is a harness import (None: it is not one)."""
+    """harness_metrics, harness_rules, harness_unscored (models refused, groups that lack
+    scores) and harness_groups (per model, group and metric under the official rule: units and
+    how many are right) of a run folder whose benchmark is a harness import (None: it is not
+    one)."""
     harness = harness_of(run / "benchmark")
     if harness is None:
         return None
@@ -337,72 +338,47 @@ def run_tables(run: Path, seed: int = 0) -> dict[str, pa.Table] | None:
         for m, g in sorted(per_model.items())
     ]  # fmt: skip
     rule = pa.array([f"{harness.rule} (ties {harness.tie})"] * numbers.num_rows, pa.string())
+    official = pc.and_(pc.equal(table["tie"], "official"), pc.equal(table["score_type"], "score"))
     return {
+        "harness_groups": table.filter(official).drop_columns(["tie", "score_type"]),
         "harness_metrics": numbers.append_column("rule", rule),
         "harness_rules": rule_effects(numbers, harness.tie),
         "harness_unscored": pa.Table.from_pylist(unscored, UNSCORED_SCHEMA),
     }
 
 
-# ----------------------------------------------------------------------------- across benchmarks
+# ----------------------------------------------------------------------------- report tables
 
-PROFILE_SCHEMA = pa.schema(
-    [
-        ("model", pa.string()), ("benchmark", pa.string()), ("run", pa.string()),
-        ("metric", pa.string()), ("rule", pa.string()), ("accuracy", pa.float64()),
-        ("low", pa.float64()), ("high", pa.float64()), ("units", pa.int64()),
-    ]
+Place = Literal["section", "long", "files"]  # analysis/tables.py's
+REPORT_TABLES: tuple[tuple[str, str, str, Place], ...] = (  # (key, heading, note, place)
+    (
+        "harness_metrics", "The benchmark's own metric (harness import)",
+        "The imported benchmark's official rule on the group score matrices of each model's raw "
+        "scores: per subset and the headline (all) as the benchmark aggregates, under its own "
+        "tie policy (official) and with ties counted wrong (strict) or right (lenient); "
+        "per_token = summed log-likelihood / tokens (generative models); 95 % percentile "
+        "bootstrap over groups. The accuracy tables above judge candidate 0 against the rest "
+        "and are not this benchmark's metric.", "section",
+    ),
+    (
+        "harness_rules", "Where another harness's rule gives another number",
+        "Each headline under the official rule and under one change: ties counted wrong or "
+        "right, the other aggregation of subsets (micro vs macro), per-token scores. Only the "
+        "changes that move the number are listed.", "section",
+    ),
+    (
+        "harness_groups", "Per group under the benchmark's rule",
+        "Per model, group and metric, under the official rule on native scores: the units the "
+        "rule counts and how many are right; failed: a row of the group has no scores.", "files",
+    ),
+    (
+        "harness_unscored", "Models and groups the benchmark's rule could not judge",
+        "A model scored in a mode that gives no score matrix (--blind, --blind choice) is left "
+        "out of the harness tables; a group with a row that failed counts as wrong.", "section",
+    ),
 )  # fmt: skip
-
-
-def _autocomp_rows(name: str, predictions: pa.Table) -> list[dict[str, Any]]:
-    """An Auto-Comp (or SugarCrepe) run's headline per model and set: accuracy over items,
-    paper protocol, native scores, with the exact binomial interval."""
-    from autocomp.analysis.statistics import binomial_interval
-
-    keep = pc.and_(pc.equal(predictions["protocol"], "paper"), pc.invert(predictions["failed"]))
-    if "score_type" in predictions.schema.names:
-        keep = pc.and_(keep, pc.equal(pc.fill_null(predictions["score_type"], "score"), "score"))
-    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    chosen = predictions.filter(keep).select(["model", "set", "correct"]).to_pylist()
-    for row in chosen:
-        cell = counts[(row["model"], row["set"])]
-        cell[0] += int(row["correct"])
-        cell[1] += 1
-    out = []
-    for (model, set_name), (correct, n) in sorted(counts.items()):
-        low, high = binomial_interval(correct, n)
-        out.append({
-            "model": model, "benchmark": "autocomp", "run": name, "metric": set_name,
-            "rule": "positive > every negative (ties wrong), paper protocol, micro over items",
-            "accuracy": correct / n, "low": low, "high": high, "units": n,
-        })  # fmt: skip
-    return out
-
-
-def profile(runs: Mapping[str, Path], seed: int = 0) -> pa.Table:
-    """One table across run folders of different benchmarks (name -> folder): per model and
-    benchmark its headline metric(s), each with its own rule and interval."""
-    from autocomp.analysis.load import load_run
-
-    out: list[dict[str, Any]] = []
-    for name, folder in runs.items():
-        tables = run_tables(folder, seed)
-        if tables is None:
-            out += _autocomp_rows(name, load_run(folder, "compare").predictions)
-            continue
-        chosen = tables["harness_metrics"].filter(
-            pc.and_(
-                pc.and_(pc.equal(tables["harness_metrics"]["subset"], "all"),
-                        pc.equal(tables["harness_metrics"]["tie"], "official")),
-                pc.equal(tables["harness_metrics"]["score_type"], "score"),
-            )
-        )  # fmt: skip
-        for row in chosen.to_pylist():
-            out.append({
-                "model": row["model"], "benchmark": row["benchmark"], "run": name,
-                "metric": row["metric"], "rule": f"{row['rule']}, {row['aggregate']}",
-                "accuracy": row["accuracy"], "low": row["low"], "high": row["high"],
-                "units": row["units"],
-            })  # fmt: skip
-    return pa.Table.from_pylist(out, PROFILE_SCHEMA)
+PROFILE_NOTE = (
+    "This run and every --compare run of another benchmark: each model's headline per "
+    "benchmark, with that benchmark's own metric, rule and 95 % interval (harness imports: "
+    "bootstrap over groups; Auto-Comp: exact binomial over items, paper protocol)."
+)

@@ -17,7 +17,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from autocomp.analysis import agreement, harness
+from autocomp.analysis import agreement, harness, profile
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.audit_tables import progress_caveats
 from autocomp.analysis.finetune_tables import DELTAS_NOTE, TABLE8_NOTE, finetune_tables
@@ -142,7 +142,19 @@ JUDGE_NOTE = (
     "condition all: both conditions; family all, n –: every sample."
 )
 
+
 # in page order: the sections in this order, then the long tables folded away in this order
+def _harness_table(key: str) -> Callable[[Context], pa.Table]:
+    return lambda c: c.harness[key] if c.harness else pa.table({})
+
+
+def _harness_applies(key: str) -> Callable[[Context], bool]:
+    """A harness import's table; harness_unscored only when it lists something."""
+    return lambda c: (
+        c.harness is not None and (key != "harness_unscored" or c.harness[key].num_rows > 0)
+    )
+
+
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
         "accuracy",
@@ -268,42 +280,15 @@ TABLES: tuple[TableSpec, ...] = (
         lambda c: bool(c.data.judges),
         paper=("paper_table21",),
     ),
-    TableSpec(
-        "harness_metrics",
-        "The benchmark's own metric (harness import)",
-        "The imported benchmark's official rule on the group score matrices of each model's raw "
-        "scores: per subset and the headline (all) as the benchmark aggregates, under its own "
-        "tie policy (official) and with ties counted wrong (strict) or right (lenient); "
-        "per_token = summed log-likelihood / tokens (generative models); 95 % percentile "
-        "bootstrap over groups. The accuracy tables above judge candidate 0 against the rest "
-        "and are not this benchmark's metric.",
-        lambda c: c.harness["harness_metrics"] if c.harness else pa.table({}),
-        lambda c: c.harness is not None,
-    ),
-    TableSpec(
-        "harness_rules",
-        "Where another harness's rule gives another number",
-        "Each headline under the official rule and under one change: ties counted wrong or "
-        "right, the other aggregation of subsets (micro vs macro), per-token scores. Only the "
-        "changes that move the number are listed.",
-        lambda c: c.harness["harness_rules"] if c.harness else pa.table({}),
-        lambda c: c.harness is not None,
-    ),
-    TableSpec(
-        "harness_unscored",
-        "Models and groups the benchmark's rule could not judge",
-        "A model scored in a mode that gives no score matrix (--blind, --blind choice) is left "
-        "out of the harness tables; a group with a row that failed counts as wrong.",
-        lambda c: c.harness["harness_unscored"] if c.harness else pa.table({}),
-        lambda c: c.harness is not None and c.harness["harness_unscored"].num_rows > 0,
+    *(
+        TableSpec(key, heading, note, _harness_table(key), _harness_applies(key), place)
+        for key, heading, note, place in harness.REPORT_TABLES
     ),
     TableSpec(
         "benchmark_profile",
         "Each model across benchmarks",
-        "This run and every --compare run of another benchmark: each model's headline per "
-        "benchmark, with that benchmark's own metric, rule and 95 % interval (harness imports: "
-        "bootstrap over groups; Auto-Comp: exact binomial over items, paper protocol).",
-        lambda c: harness.profile(c.profile, c.seed),
+        harness.PROFILE_NOTE,
+        lambda c: profile.profile(c.profile, c.seed),
         lambda c: bool(c.profile),
     ),
     TableSpec(

@@ -112,6 +112,13 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
     benchmark, schema = source.path, source.schema
     hint = "give a benchmark table (autocomp negatives)"
     require_columns(benchmark, schema, REQUIRED, hint, option="benchmark")
+    harness = source.metadata.get("harness")  # importers/harness.py: groups of images x texts
+    if harness and config.blind:
+        raise UsageError(
+            "blind", config.blind, f"{benchmark} is the harness benchmark {harness}, whose rule "
+            "compares each text's scores across a group's images: a score without the image "
+            "gives every image the same; score it without --blind"
+        )  # fmt: skip
     if not config.blind:
         if "image" not in schema.names:
             raise UsageError(
