@@ -41,7 +41,8 @@ from autocomp.store.catalog.schemas import HARNESS_SCHEMA
 from autocomp.store.tables import provenance
 
 BATCH_GROUPS = 32
-Image = str | dict[str, Any]  # a file name under --images, or an embedded {bytes, path} image
+Image = str | dict[str, Any]  # a file name under --images, an embedded {bytes, path} image, or
+# a region of a file under --images: {path, also, crop} (`cropped`: ARO's and CREPE's crops)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class Group:
     truth: tuple[tuple[int, ...], ...]
     query: str = "both"
     meta: dict[str, Any] = field(default_factory=dict)
+    prompts: tuple[str, ...] = ()  # per image: the question it is asked (VQA), else none
+    query_texts: tuple[str, ...] = ()  # per row: the text that queries instead of the image
 
     def check(self, where: str) -> None:
         """The group is well formed (a parser's own check: a release's bad value is refused by
@@ -64,6 +67,10 @@ class Group:
             raise ValueError(f"{where}: a group needs images, texts and a truth per image")
         if any(t < 0 or t >= len(self.texts) for ts in self.truth for t in ts):
             raise ValueError(f"{where}: a true text index is out of range")
+        if self.query_texts and len(self.query_texts) != len(self.images):
+            raise ValueError(f"{where}: a text-only group needs one query text per row")
+        if self.prompts and len(self.prompts) != len(self.images):
+            raise ValueError(f"{where}: a group with prompts needs one per image")
         if self.query not in QUERIES:
             raise ValueError(f"{where}: query {self.query!r}")
 
@@ -104,6 +111,8 @@ class HarnessBenchmark:
 
 def _image_bytes(image: Image, root: Path | None) -> tuple[bytes | None, str]:
     """(bytes or None if missing, the name to report) of one image."""
+    if isinstance(image, dict) and "crop" in image:
+        return cropped(image, root)
     if isinstance(image, dict):
         data = image.get("bytes")
         return (bytes(data) if data else None), str(image.get("path") or "<embedded>")
@@ -115,6 +124,32 @@ def _image_bytes(image: Image, root: Path | None) -> tuple[bytes | None, str]:
     if path.suffix.lower() == ".npy":  # EqBen's YouCook2 frames: BGR arrays (npy_image)
         return npy_image(path), str(path)
     return path.read_bytes(), str(path)
+
+
+def cropped(image: dict[str, Any], root: Path | None) -> tuple[bytes | None, str]:
+    """A region of a file under `root` as PNG bytes: {"path": file, "also": [other files it may
+    be, looked for in order], "crop": [left, top, right, bottom]}, cut by PIL's `crop` (which
+    rounds the box and pads outside the image with black) from the image converted to RGB, as
+    ARO's and CREPE's loaders cut it; PNG keeps the crop's pixels exactly. A file that does not
+    decode gives its own bytes (counted as not decoding)."""
+    import io
+
+    from PIL import Image as PILImage
+
+    refs = [image["path"], *image.get("also", [])]
+    if root is None:
+        raise UsageError("images", None, f"image {refs[0]!r} is a file name: give its folder")
+    found = next(((p, r) for p, r in ((output.locate(root, r), r) for r in refs) if p), None)
+    if found is None:
+        return None, str(root / refs[0])
+    path, ref = found
+    data = path.read_bytes()
+    if output.image_problem(data) is not None:
+        return data, str(path)
+    buffer = io.BytesIO()
+    with PILImage.open(io.BytesIO(data)) as opened:
+        opened.convert("RGB").crop(tuple(image["crop"])).save(buffer, "PNG")
+    return buffer.getvalue(), ref  # the stored name: the release's, no local path
 
 
 def npy_image(path: Path) -> bytes:
@@ -187,7 +222,9 @@ def group_rows(benchmark: str, group: Group) -> list[dict[str, Any]]:
             "paired": False, "benchmark": benchmark, "subset": group.subset,
             "group_id": group.group_id, "image_index": k, "group_images": len(group.images),
             "query": group.query, "texts": texts, "true_texts": list(truth), "image_ref": ref,
-            "meta": meta, "caption": texts[0], "caption_rewritten": False, "protocol": "paper",
+            "meta": meta, "prompt": group.prompts[k] if group.prompts else None,
+            "query_text": group.query_texts[k] if group.query_texts else None,
+            "caption": texts[0], "caption_rewritten": False, "protocol": "paper",
             "swap_negatives": [], "swap_arrangements": [], "swap_same_scene": [],
             "swap_in_confusion": [], "confusion_negatives": negatives,
             "confusion_arrangements": [-1] * len(negatives),

@@ -32,6 +32,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from autocomp.scoring import group_rules
+
 Matrix = Sequence[Sequence[float | None]]
 Truth = Sequence[Sequence[int]]
 Outcome = dict[str, list[bool]]  # metric -> one boolean per unit
@@ -149,5 +151,34 @@ RULES: dict[str, Rule] = {
     "retrieval": Rule(
         "retrieval", ("i2t", "t2i"), retrieval, "first", True,
         "wjpoom/SPEC spec/models/clip_wrapper.py i2t_evaluate / t2i_evaluate (argmax)",
+    ),
+    # scoring/group_rules.py: ARO, SugarCrepe++, CREPE, NaturalBench
+    "image-to-text": Rule(
+        "image-to-text", ("accuracy",), group_rules.image_to_text, "strict", False,
+        "mertyg/vision-language-models-are-bows dataset_zoo/aro_datasets.py evaluate_scores "
+        "(np.argmax over [false, true]: a tie picks the false caption)",
+    ),
+    "image-to-text-first": Rule(
+        "image-to-text-first", ("accuracy",), group_rules.image_to_text, "first", False,
+        "mertyg/vision-language-models-are-bows dataset_zoo/aro_datasets.py COCO_Order / "
+        "Flickr30k_Order evaluate_scores (np.argmax, the true caption first: a tie is right)",
+    ),
+    "two-positives": Rule(
+        "two-positives", ("itt", "p1_neg", "p2_neg"), group_rules.two_positives, "strict",
+        False, "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1 > cos_neg, ...)",
+    ),
+    "text-only": Rule(
+        "text-only", ("tot",), group_rules.text_only, "strict", False,
+        "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1p2 > cos_p1_neg and > cos_p2_neg)",
+    ),
+    "recall-at-k": Rule(
+        "recall-at-k", tuple(f"R@{k}" for k in group_rules.KS), group_rules.recall_at_k,
+        "strict", False, "RAIVNLab/CREPE crepe_eval_utils.py get_one2many_rank / "
+        "get_one2many_metrics (torch.argsort leaves ties unordered: counted against)",
+    ),
+    "yes-no-groups": Rule(
+        "yes-no-groups", ("Acc", "Q_Acc", "I_Acc", "G_Acc"), group_rules.yes_no_groups,
+        "strict", False, "Baiqi-Li/NaturalBench naturalbench_vqa.py get_scores (an answer "
+        "neither yes nor no, here a tie, is wrong)",
     ),
 }  # fmt: skip

@@ -200,6 +200,8 @@ HARNESS_FIELDS = [
     ("true_texts", pa.list_(pa.int32())),  # indices of the texts true for this image
     ("image_ref", pa.string()),  # the release's name for the image
     ("meta", pa.string()),  # JSON object: the release's own fields kept (tags, ids)
+    ("prompt", pa.string()),  # the question this row asks (VQA: NaturalBench), else null
+    ("query_text", pa.string()),  # a text-only row: the text scored against the texts, else null
 ]
 """The harness columns of an imported benchmark's rows (importers/harness.py): one row per image
 of a group, whose candidates (caption, then confusion_negatives) are the group's texts in order, so
