@@ -25,7 +25,10 @@ from autocomp.store.shards import read_stage
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 GREEDY = CaptionConfig(
-    captioner="tiny-llm-vllm", settings={"temperature": 0.0}, fallback="minimal", batch_size=4
+    captioner="tiny-llm-vllm",
+    settings={"temperature": 0.0, "max_new_tokens": 24},
+    fallback="minimal",
+    batch_size=4,
 )
 
 
@@ -49,14 +52,14 @@ def _stage(folder, config, load=None):
 
 
 def test_vllm_writes_the_captions_transformers_writes(engine, tmp_path):
-    sample_stage("color", 2, 5, 0, tmp_path / "concepts.parquet")
+    sample_stage("color", 2, 4, 0, tmp_path / "concepts.parquet")
     hf = _stage(tmp_path, GREEDY)
     vl = _stage(tmp_path, replace(GREEDY, engine="vllm"), load=lambda: engine)
-    assert hf[0] == vl[0] and hf[0]["concepts"] == 5
+    assert hf[0] == vl[0] and hf[0]["concepts"] == 4
     assert hf[1] == vl[1]  # concept columns, contextual_caption, status, attempts
     assert [a["reply"] for a in hf[2]] == [a["reply"] for a in vl[2]]
     assert hf[2] == vl[2]  # seeds, replies, verdicts of every attempt
-    # random weights: replies are not empty, and the 40 greedy tokens are not all one token
+    # random weights: replies are not empty, and the 24 greedy tokens are not all one token
     assert all(len(set(a["reply"])) > 1 for a in vl[2])
     assert vl[3]["config"]["engine"] == "vllm" and hf[3]["config"]["engine"] == "transformers"
     assert vl[3]["config"]["vllm"] == {
@@ -69,9 +72,9 @@ def test_a_prompt_past_max_model_len_is_refused_before_it_runs(engine):
     long = [[{"role": "user", "content": "x" * 2100}]]
     with pytest.raises(UsageError, match="prompt of 21.. tokens .* raise max_model_len"):
         engine.generate(long, [1])
-    # one that fits alone but not with its reply (max_new_tokens 40) is refused too
-    with pytest.raises(UsageError, match="max_new_tokens 40 do not fit"):
-        engine.generate([[{"role": "user", "content": "x" * 2000}]], [1])
+    # one that fits alone but not with its reply (max_new_tokens 24) is refused too
+    with pytest.raises(UsageError, match="max_new_tokens 24 do not fit"):
+        engine.generate([[{"role": "user", "content": "x" * 2020}]], [1])
     assert len(engine.generate([[{"role": "user", "content": "x" * 100}]], [1])) == 1
 
 
