@@ -4,6 +4,7 @@ engine itself runs in the vllm lane: test_caption_vllm.py)."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -90,3 +91,19 @@ def test_every_captioner_names_its_vllm_engine_arguments():
             continue
         assert entry.vllm and entry.vllm["max_model_len"] >= 2048
         assert entry.vllm["max_model_len"] > entry.settings["max_new_tokens"]
+
+
+def test_the_main_lanes_leave_the_vllm_tests_to_their_own_lane():
+    """`make test` and `make test-fast` deselect `vllm` (they would fail to import vLLM, never
+    skip); `make test-vllm` selects it over the files named for it, which hold the engine test."""
+    root = Path(__file__).resolve().parents[2]
+    make = root.joinpath("Makefile").read_text()
+    test = make.split("\ntest: ", 1)[1].split("\n\n", 1)[0]
+    fast = make.split("\ntest-fast: ", 1)[1].split("\n\n", 1)[0]
+    lane = make.split("\ntest-vllm: ", 1)[1].split("\n\n", 1)[0]
+    assert '-m "not vllm"' in test and "not vllm" in fast
+    assert "-m vllm" in lane and "$(VLLM_TEST_FILES)" in lane
+    assert "VLLM_TEST_FILES = $(wildcard tests/*/test_*vllm*.py)" in make
+    lane_file = root / "tests" / "generation" / "test_caption_vllm.py"
+    assert "pytest.mark.vllm" in lane_file.read_text()
+    assert "make test-vllm" in root.joinpath(".ci", "run").read_text()
