@@ -34,7 +34,7 @@ GREEDY = CaptionConfig(
 
 @pytest.fixture(scope="module")
 def engine():
-    """One vLLM engine for the module (start-up is 10-30 s here), in this process."""
+    """One vLLM engine for the module (start-up, import included, ~50 s here), in this process."""
     with pytest.MonkeyPatch.context() as patch:
         # the engine core in this process: no spawned worker re-importing pytest's __main__
         patch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
