@@ -1,6 +1,7 @@
 """`autocomp plan`: the capacity plan of a run (autocomp.pipelines.cluster.capacity): per step,
-pods, GPUs, expected GPU-hours with their sources, bytes read and written, peak disk and memory,
-expected wall time and the compiled timeout; then the rates and the run's total storage."""
+the engine that runs its model, pods, GPUs, expected GPU-hours with their sources, bytes read
+and written, peak disk and memory, expected wall time and the compiled timeout; then the rates
+and the run's total storage."""
 
 from __future__ import annotations
 
@@ -59,16 +60,16 @@ def _plan(args: argparse.Namespace) -> None:
             hours = "-"
         sizes = [_size(v) for v in (s.read, s.written, s.disk, s.memory)]
         wall = _hours(s.wall_s) if s.wall_s else "-"
-        rows.append([s.step, str(s.pods), gpus, hours, *sizes, wall, _hours(s.timeout_s)])
-    headers = ["step", "pods", "GPUs per pod", "GPU-hours", "read", "written", "peak disk",
-               "peak memory", "wall (pod)", "timeout"]  # fmt: skip
+        rows.append([s.step, s.engine or "-", str(s.pods), gpus, hours, *sizes, wall,
+                     _hours(s.timeout_s)])  # fmt: skip
+    headers = ["step", "engine", "pods", "GPUs per pod", "GPU-hours", "read", "written",
+               "peak disk", "peak memory", "wall (pod)", "timeout"]  # fmt: skip
     print()
     print(format_table(headers, rows))
     print("\nGPU-hours are A100-equivalent; disk and memory are one pod's peak; read and written "
           "are all pods'.")  # fmt: skip
     for source, mark in sources.items():
         print(f"{mark} {source}")
-    _engines(args.models or ["all"])
     measured = [(s.step, s.measured) for s in made.steps if s.measured]
     if measured:
         print("\nour measured rates (not GPU rates unless said so):")
@@ -85,27 +86,6 @@ def _plan(args: argparse.Namespace) -> None:
         f"{capacity.DESIGN_COUNT:,} --models all (capacity.DESIGN_COUNT); a larger run needs "
         "them recompiled with a larger design."
     )
-
-
-def _engines(models: list[str]) -> None:
-    """Which engine scores each planned model, per score step: the one its registry entry
-    names (`engine:`), else its backend's default (docs/backends.md, Engines)."""
-    from autocomp.pipelines.cluster.plan import in_all, score_groups, select
-    from autocomp.scoring.registry import get_model
-
-    groups = score_groups()
-    known = [m for members in groups.values() for m in members]
-    chosen = select(models, known, in_all()[0], known)
-    print("\nscoring engines (each entry's `engine:`, else its backend's default):")
-    for score, members in groups.items():
-        by_engine: dict[str, list[str]] = {}
-        for name in (m for m in members if m in chosen):
-            entry = get_model(name)
-            engine = entry.engine or entry.kind.default_engine or entry.backend
-            by_engine.setdefault(engine, []).append(name)
-        if by_engine:
-            text = "; ".join(f"{e}: {len(ms)} model(s)" for e, ms in by_engine.items())
-            print(f"  score-{score.name}: {text}")
 
 
 TABLE22 = (  # paper Table 22 (16 x A100-80GB, 100,000 initial concepts): step, workload, hours

@@ -67,6 +67,7 @@ class ScoringBackend:
     images: bool = True  # scores a caption against an image (False: --blind only)
     blind: bool = False  # scores a caption without an image (--blind likelihood / choice)
     prompts: bool = False  # follows ScoreRequest.prompt (may serve as the VQA judge)
+    text_similarity: bool = False  # its scorer has text_similarities (a text embedding)
     finetune: bool = False  # `autocomp finetune` trains its models
     hub_ids: tuple[str, ...] = ("weights",)  # entry fields naming a hub repository to prefetch
     weights_label: str = "{weights}"  # how `autocomp models` shows an entry's weights
@@ -147,6 +148,7 @@ SHIPPED: dict[str, ScoringBackend] = {
             batch_option="text_batch",
             keys=frozenset({"architecture", "preprocess"}),
             finetune=True,
+            text_similarity=True,
             hub_ids=("hf_hub",),  # `weights` is a tag of open_clip's table, not a repository
             weights_label="{architecture} / {weights}",
         ),
