@@ -26,6 +26,9 @@ the cache hit stops before the caption: the model runner computes prompt log-pro
    captions sharing their first tokens can share a whole block that reaches into the caption)
    is rescored with skip_reading_prefix_cache=True, a full recompute.
 
+The cache is emptied at the start of each `score` call (a caption scored before would be found
+whole in it), and every row read is checked to hold the caption's own token.
+
 `naive=True` disables the prefix cache (every candidate recomputes its prefix: the cost the
 issue measured, about P / caption-length times the work). `max_model_len` (the entry's, else
 DEFAULT_MAX_MODEL_LEN) bounds prefix + caption; a longer one is refused before anything is
