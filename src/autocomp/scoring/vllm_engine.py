@@ -314,10 +314,17 @@ class VllmScorer(Scorer):
             )
 
     def _summed(self, group: _Group, caption: list[int], out: Any, start: int) -> float:
-        """The caption's summed log-prob from the output's prompt log-probs (position t holds
-        log p(token t | tokens before t)); the first token from the warm request where
-        `start` is P."""
+        """The caption's summed log-prob from the output's prompt log-probs (the entry of
+        position t holds log p(token t | tokens before t)); the first token from the warm
+        request where `start` is P. vLLM's V1 model runner returns an entry for every position
+        (those of cached positions unwritten); the V2 runner (vLLM's default on a GPU from
+        0.33) returns the computed ones only, after the cached span: `shift` says which."""
         self._check_prompt(group, caption, out)
+        rows = out.prompt_logprobs
+        shift = len(out.prompt_token_ids) - len(rows)
+        if shift not in (0, out.num_cached_tokens or 0):
+            raise RuntimeError(f"vLLM returned {len(rows)} prompt log-prob entries for "
+                               f"{len(out.prompt_token_ids)} prompt tokens")  # fmt: skip
         length = len(group.expanded)
         total = 0.0
         for offset, token in enumerate(caption):
@@ -326,8 +333,8 @@ class VllmScorer(Scorer):
                 assert group.first is not None
                 total += group.first[token]
                 continue
-            row = out.prompt_logprobs[position]
-            if token not in row:
+            row = rows[position - shift]
+            if not row or token not in row:
                 raise RuntimeError(f"vLLM returned no prompt log-prob for token {token} at "
                                    f"position {position}")  # fmt: skip
             total += row[token].logprob
