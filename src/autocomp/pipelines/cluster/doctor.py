@@ -21,6 +21,7 @@ WARN / FAIL line."""
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from pathlib import Path
 from typing import Any
