@@ -8,8 +8,9 @@ placement scheme is one no autoscaler adds nodes for (`gfd`: GPU feature discove
 once it runs; `labels`: labels of the user's own; compile-time node selectors on autocomp's size
 labels): a pod that no live node takes waits Pending forever. With a provider scheme (gke,
 karpenter, eks, aks) a node pool may be scaled up for the pod (its labels are the provider's,
-known to the autoscaler), so no live node is a note, not a refusal. Without a kubeconfig nothing
-is checked; an API that refuses or does not answer is a note."""
+known to the autoscaler), so no live node is a note, not a refusal. A cluster with no GPU node at
+all (a pool scaled to zero looks the same) is a note too. Without a kubeconfig nothing is
+checked; an API that refuses or does not answer is a note."""
 
 from __future__ import annotations
 
@@ -147,6 +148,11 @@ def check_nodes(
     except kubeapi.KubeError as exc:
         if note is not None:
             note(f"GPU nodes not checked ({exc}); `autocomp doctor` checks them with a kubeconfig")
+        return
+    if not any(n["gpus"] for n in nodes):  # a pool scaled to zero looks the same: say it only
+        if note is not None:
+            note(f"no GPU node in this cluster now; the run's GPU pods wait for one "
+                 f"({', '.join(sorted(classes))})")  # fmt: skip
         return
     scheme, _ = stamped(docs[0])
     for place in placements({pipeline: (Path(), docs)}, list(classes)):
