@@ -72,7 +72,12 @@ def execute(docs: list[dict], params: dict, run_id: str, root: Path) -> tuple[st
     from kfp import components, local
 
     root.mkdir(parents=True, exist_ok=True)
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root / "kfp"))
+    # the run's own cache: a retried run (the same root) finds its succeeded steps there and
+    # runs the failed ones, as KFP's RetryRun resets only the failed nodes (backend/src/common/
+    # util/workflow.go:195 GenerateRetryExecution, cited in cluster/resume.py); steps compiled
+    # with caching off run again here (cheap and stateless: select_models, collect, report)
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root / "kfp"),
+               enable_caching=True, cache_root=str(root / "cache"))  # fmt: skip
     pipeline = components.load_component_from_text(localized(docs, run_id, root))
     try:
         pipeline(**params)

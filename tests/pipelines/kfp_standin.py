@@ -228,16 +228,22 @@ class KfpStandIn:
                "state": "RUNNING", "created_at": TIME}  # fmt: skip
         self.runs.append(run)
         if self.executor is not None:
-            docs = self.packages[swf["pipeline_version_reference"]["pipeline_version_id"]]
-            state, failed = self.executor(docs, params, run_id)
-            run["state"], run["finished_at"] = state, TIME
-            run["run_details"] = {"task_details": [
-                {"display_name": name, "state": "FAILED"} for name in failed]}  # fmt: skip
-            if failed:
-                run["error"] = {
-                    "code": 2,
-                    "message": "Inner task failed: " + " inside ".join(failed),
-                }
+            self.execute(run)
+        return run
+
+    def execute(self, run: dict) -> dict:
+        """Run `run`'s workflow to its end with `executor` (Argo's part; a retried run again,
+        in the same place: its succeeded steps are kept, kfp_runs), and record how it ended."""
+        docs = self.packages[run["pipeline_version_reference"]["pipeline_version_id"]]
+        params = (run.get("runtime_config") or {}).get("parameters") or {}
+        run["state"] = "RUNNING"
+        state, failed = self.executor(docs, params, run["run_id"])  # type: ignore[misc]
+        run["state"], run["finished_at"] = state, TIME
+        run["run_details"] = {"task_details": [
+            {"display_name": name, "state": "FAILED"} for name in failed]}  # fmt: skip
+        run.pop("error", None)
+        if failed:
+            run["error"] = {"code": 2, "message": "Inner task failed: " + " inside ".join(failed)}
         return run
 
     # ------------------------------------------------------------------ runs: get, retry
@@ -282,6 +288,8 @@ class KfpStandIn:
             run["state"] = "RUNNING"
             run.pop("finished_at", None)
             run["retries"] = run.get("retries", 0) + 1
+            if self.executor is not None:  # the resubmitted workflow runs its failed nodes
+                self.execute(run)
             return 200, {}
         return None
 

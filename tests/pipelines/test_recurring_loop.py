@@ -17,7 +17,9 @@ from tests.infra.test_storage import s3_env, s3_server  # noqa: F401  (moto_serv
 from tests.pipelines.kfp_runs import execute
 from tests.pipelines.kfp_standin import KfpStandIn
 
-pytestmark = pytest.mark.slow
+# each test runs generate_and_evaluate once through kfp.local: about 5 minutes alone here,
+# past pytest's 15-minute timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 STORE = "s3://autocomp/loop"
 LEAN = {  # the tiny models, and the least generation that publishes a benchmark
