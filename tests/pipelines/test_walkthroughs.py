@@ -2,8 +2,9 @@
 GKE", "standalone KFP 2.5 on one node"): the packages compiled with each one's settings, checked
 for what the sources say would block the run: GPU placement (only labels the platform sets, and
 the platform's nodes take every GPU step and score class), Pod Security admission (the warm-up
-Job compile writes, the steps' Kubernetes settings), and the namespace its manifests go to. The
-store (policy, capacity) is the store section's and its tests'."""
+Job compile writes, the steps' Kubernetes settings), the namespace its manifests go to, and the
+capacity check on its store (a bucket of the user's own; KFP's own 20Gi store refused). The
+store policy is the store section's and tests/infra/test_store_policy.py's."""
 
 from __future__ import annotations
 
@@ -140,3 +141,26 @@ def test_the_manifests_go_to_the_namespace_the_runs_execute_in(walk, tmp_path):
     assert {k: violations(v) for k, v in pod_specs(docs).items()} == {
         k: [] for k in pod_specs(docs)
     }
+
+
+@pytest.mark.parametrize("walk", WALKS, ids=[w.placement for w in WALKS])
+def test_the_walkthroughs_store_passes_the_capacity_check_that_refuses_kfps_own(walk):
+    """Each walk-through's run at --count 1000 (the pipeline's default) goes to a bucket of the
+    user's own, which the capacity check lets through (its room unknown: said, not refused);
+    the same run on KFP's own 20Gi store is refused before any request (storecap.py)."""
+    import re
+
+    from autocomp.errors import UsageError
+    from autocomp.pipelines import plumbing
+    from autocomp.pipelines.cluster.storecap import check_store_room
+
+    stores = set(re.findall(r"store=(s3://\S+)", _section(walk)))
+    assert len(stores) <= 1 and (stores or walk.placement == "labels")
+    store = next(iter(stores), "s3://my-autocomp-bucket/autocomp")
+    assert not store.startswith(f"s3://{plumbing.DEFAULT_STORE.split('/')[2]}/")
+    params = {**plumbing.defaults("generate_benchmark"), "count": 1000, "store": store}
+    notes: list[str] = []
+    said = check_store_room("generate_benchmark", params, None, notes.append)
+    assert "planned" in said and notes == [said]  # the bytes said, the room to declare named
+    with pytest.raises(UsageError, match="cannot hold this run"):
+        check_store_room("generate_benchmark", {**params, "store": plumbing.DEFAULT_STORE})
