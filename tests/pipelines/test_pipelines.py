@@ -409,12 +409,12 @@ def test_upload_creates_then_versions_by_content(compiled, kfp_api, tmp_path, ca
     uploads = [r for r in kfp_api.requests if r["path"].endswith("/pipelines/upload")]
     assert [r["query"]["name"] for r in uploads] == [
         ["autocomp-generate-benchmark"], ["autocomp-evaluate-models"],
-        ["autocomp-finetune-models"],
+        ["autocomp-finetune-models"], ["autocomp-generate-and-evaluate"],
     ]  # fmt: skip
     sent = yaml.safe_load_all(uploads[0]["files"]["uploadfile"])
     assert next(sent)["pipelineInfo"]["name"] == "autocomp-generate-benchmark"
     assert main(["upload", "--host", kfp_api.host, "--dist", dist]) == 0  # unchanged: no-op
-    assert capsys.readouterr().out.count("unchanged") == 3
+    assert capsys.readouterr().out.count("unchanged") == 4
     assert not any(r["path"].endswith("upload_version") for r in kfp_api.requests)
     changed = tmp_path / "dist"
     changed.mkdir()
