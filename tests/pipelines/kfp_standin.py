@@ -105,6 +105,7 @@ class KfpStandIn:
         self.runs: list[dict] = []
         self.recurring: list[dict] = []
         self.executor: Callable[[list, dict, str], tuple[str, list[str]]] | None = None
+        self.retried: dict[str, threading.Thread] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.host = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -288,8 +289,10 @@ class KfpStandIn:
             run["state"] = "RUNNING"
             run.pop("finished_at", None)
             run["retries"] = run.get("retries", 0) + 1
-            if self.executor is not None:  # the resubmitted workflow runs its failed nodes
-                self.execute(run)
+            if self.executor is not None:  # the resubmitted workflow runs its failed nodes,
+                # after the answer, as Argo does (`retried[run id]`: the thread, to join)
+                self.retried[key] = threading.Thread(target=self.execute, args=(run,))
+                self.retried[key].start()
             return 200, {}
         return None
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from autocomp.cli.main import main
+from tests.infra.test_storage import s3_env, s3_server  # noqa: F401  (moto_server fixtures)
 from tests.pipelines.kfp_standin import KfpStandIn
 
 pytestmark = pytest.mark.slow
@@ -145,3 +146,128 @@ def test_an_unknown_run_is_one_line(dist_for, no_kubeconfig, capsys):
         api.close()
     err = capsys.readouterr().err
     assert "no such run" in err and err.count("\n") == 1
+
+
+# ----------------------------------------------------------------------------- a lost node
+
+
+def _benchmark(folder, store: str, name: str) -> None:
+    """A published benchmark big enough for dozens of committed score parts (16 candidates
+    each): Color N=3, 40 concepts in both conditions, with images, published to `store`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from autocomp.config import NegativesConfig
+    from autocomp.protocol.stages import negatives_stage, sample_stage
+    from autocomp.store.publish import publish_stage
+
+    sample_stage("color", 3, 40, 0, folder / "concepts.parquet")
+    rows = []
+    for i, r in enumerate(pq.read_table(folder / "concepts.parquet").to_pylist()):
+        for condition in ("minimal", "contextual"):
+            path = folder / "images" / f"{r['concept_id']}-{condition}.png"
+            path.parent.mkdir(exist_ok=True)
+            Image.new("RGB", (24, 24), (i * 4 % 256, 90, 200)).save(path)
+            rows.append({**r, "sample_id": f"{r['concept_id']}/{condition}",
+                         "condition": condition, "caption": r["minimal_caption"],
+                         "image": path.name})  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), folder / "curated.parquet")
+    negatives_stage(
+        folder / "curated.parquet", folder / "bench.parquet", NegativesConfig(workers=1)
+    )
+    publish_stage(folder / "bench.parquet", folder / "images", folder / "work", store, name)
+
+
+def _score_process(run_root) -> int | None:
+    """The pid of the score step's executor (the python, not its sh parent) of one run."""
+    from pathlib import Path
+
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        args = cmdline.split("\0")
+        if (args[1:3] == ["-m", "kfp.dsl.executor_main"]
+                and "--function_to_execute\0score\0" in cmdline + "\0"
+                and str(run_root) in cmdline):  # fmt: skip
+            return int(entry.name)
+    return None
+
+
+def _published(store, key: str) -> dict[str, bytes]:
+    manifest = store.manifest(key)
+    assert manifest is not None, key
+    return {f["path"]: store.read_bytes(f"{key}/{f['path']}") for f in manifest["files"]}
+
+
+@pytest.mark.timeout(2400)  # three runs of evaluate_models through kfp.local
+def test_a_score_step_killed_with_sigkill_is_resumed_by_retry_to_the_uninterrupted_result(
+    dist_for,
+    no_kubeconfig,
+    s3_env,  # noqa: F811
+    tmp_path,
+    capsys,
+):
+    """A real score process SIGKILLed half-way (a lost node) fails the run; `autocomp resume`
+    retries it through the stand-in's endpoint, the failed step resumes from its committed parts
+    and publishes exactly what an uninterrupted run published."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from autocomp.store.stores import open_store
+    from tests.pipelines.kfp_runs import execute
+
+    uri, name, model = "s3://autocomp/lost-node", "b", "tiny-clip"
+    _benchmark(tmp_path, uri, name)
+    store = open_store(uri)
+    dist = dist_for()
+    api = KfpStandIn()
+    api.executor = lambda docs, params, run_id: execute(docs, params, run_id, tmp_path / run_id)
+    params = ["--param", f"name={name}", "--param", f"store={uri}",
+              "--param", f"models=[{model}]", "--param", "max_candidates=16"]  # fmt: skip
+    base = ["--host", api.host, "--dist", str(dist)]
+    try:
+        assert main(["upload", *base, "--pipeline", "evaluate_models"]) == 0
+        # the uninterrupted run: what every resumed run must publish
+        assert (
+            main(["submit", *base, "--pipeline", "evaluate_models", "--name", "ref", *params]) == 0
+        )
+        assert api.execute(api.runs[-1])["state"] == "SUCCEEDED"
+        reference = _published(store, f"results/{name}/{model}")
+        assert len([p for p in reference if p.startswith("predictions/")]) > 4
+        store.delete(f"results/{name}")
+        # the same run again, its score pod lost half-way: SIGKILL once two parts are committed
+        assert (
+            main(["submit", *base, "--pipeline", "evaluate_models", "--name", "lost", *params]) == 0
+        )
+        run = api.runs[-1]
+        going = threading.Thread(target=api.execute, args=(run,))
+        going.start()
+        deadline, killed = time.time() + 900, None
+        while killed is None:
+            assert going.is_alive(), run.get("error")
+            assert time.time() < deadline, "the score step never committed two parts"
+            committed = [o for o in store.list("work/score") if o.key.endswith("/_manifest.json")]
+            pid = _score_process(tmp_path / run["run_id"])
+            if len(committed) >= 2 and pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                killed = len(committed)
+            time.sleep(0.05)
+        going.join(600)
+        assert run["state"] == "FAILED"
+        assert run["run_details"]["task_details"][0]["display_name"].startswith("score-")
+        assert store.manifest(f"results/{name}/{model}") is None  # nothing published half-way
+        capsys.readouterr()
+        assert _resume(api, dist, run["run_id"]) == 0
+        api.retried[run["run_id"]].join(900)  # the retried workflow, run to its end
+        said = capsys.readouterr().out.splitlines()  # with kfp.local's log of the retried run
+        assert any(line.startswith(f"run {run['run_id']}: retried") for line in said)
+        assert run["state"] == "SUCCEEDED" and run["retries"] == 1 and len(api.runs) == 2
+        assert _published(store, f"results/{name}/{model}") == reference
+        assert store.list("work/score") == []  # the parts are cleared once the run is published
+    finally:
+        api.close()
