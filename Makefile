@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint format bench clean images push base-image constraints
+.PHONY: help install demo test test-fast test-peers lint format bench clean images push base-image constraints
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,10 +32,26 @@ lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, dead co
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
 test: lint ## lint, then the whole test suite on two workers (what CI runs), listing its 25 slowest tests
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25 -m "not peers"
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra" -n 2
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not peers" -n 2
+
+# The peers lane: lmms-eval and CLIP_benchmark from PyPI in their own environment (they pin
+# another transformers), run on exported Auto-Comp data (tests/peers, marker `peers`). torch and
+# torchvision first, at the pair this machine holds (torchvision needs torch 2.14.1 here).
+PEERS       ?= .envs/peers
+PEERS_STAMP := $(PEERS)/.installed
+TORCH_PAIR  := torch==2.14.1 torchvision==0.29.1
+
+$(PEERS_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install --quiet $(TORCH_PAIR)
+	$(PEERS)/bin/pip install --quiet -e '.[peers]' $(TORCH_PAIR)
+	touch $(PEERS_STAMP)
+
+test-peers: $(PEERS_STAMP) ## lmms-eval and CLIP_benchmark from PyPI on exported Auto-Comp data (own env: .envs/peers)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PEERS)/bin/pytest -m peers -p no:cacheprovider tests/peers
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(LINTED)

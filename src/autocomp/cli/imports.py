@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from autocomp.cli.exports import RESULT_FORMATS
 from autocomp.config import ImportConfig
 
 DEFAULTS = ImportConfig()
@@ -46,6 +47,10 @@ def summary_lines(report: dict[str, Any], out: str) -> list[str]:
 def _import(args: argparse.Namespace) -> None:
     from autocomp.importers import import_benchmark
 
+    if args.format in RESULT_FORMATS:  # a harness's predictions of an export, not a benchmark
+        RESULT_FORMATS[args.format](args)
+        return
+
     config = ImportConfig(
         protocol=args.protocol,
         skip_missing=args.skip_missing,
@@ -61,7 +66,9 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser(
         "import", help="write a benchmark autocomp did not make as a benchmark folder"
     )
-    p.add_argument("format", metavar="FORMAT", help="autocomp-release or sugarcrepe")
+    p.add_argument(
+        "format", metavar="FORMAT", help="autocomp-release, sugarcrepe or vlmevalkit-results"
+    )
     p.add_argument("--source", required=True, help="the release's files (docs/usage/import.md)")
     p.add_argument("--out", required=True, help="benchmark folder to write (must not exist)")
     p.add_argument("--images", default=None, help="folder the source's image file names are under")
@@ -80,4 +87,8 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "name, AutoComp-Minimal-* / AutoComp-Contextual-*), or one condition of a Paired one",
     )
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    p.add_argument(
+        "--key", default=None, help="vlmevalkit-results: the export's AutoComp_key.parquet"
+    )
+    p.add_argument("--model", default=None, help="vlmevalkit-results: the model's name in the run")
     p.set_defaults(run=_import)
