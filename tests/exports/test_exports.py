@@ -182,3 +182,49 @@ def test_an_export_never_overwrites_without_force(bench, tmp_path, capsys):
     assert not (out / "mine.txt").exists() and (out / "autocomp_export.json").is_file()
     assert main([*args[:-1], str(tmp_path / "other"), "--sets", "both"]) == 2
     assert "--sets" in capsys.readouterr().err and not (tmp_path / "other").exists()
+
+
+def test_a_published_benchmark_exports_from_its_store(bench, tmp_path):
+    from autocomp.store import publish
+
+    store = str(tmp_path / "store")
+    publish.publish_stage(bench, bench.parent / "images", tmp_path / "work", store, "colors")
+    direct = export(
+        "vlmevalkit", bench, tmp_path / "a", ExportConfig(images=str(bench.parent / "images"))
+    )
+    published = export("vlmevalkit", "colors", tmp_path / "b", ExportConfig(), store=store)
+    assert published["benchmark"]["source"]["kind"] != direct["benchmark"]["source"]["kind"]
+    import pandas as pd
+
+    a = pd.read_csv(tmp_path / "a" / "AutoComp.tsv", sep="\t")
+    b = pd.read_csv(tmp_path / "b" / "AutoComp.tsv", sep="\t")
+    columns = [c for c in a.columns if c != "image"]
+    assert a[columns].equals(b[columns])  # the same questions, whichever way it was read
+
+
+def test_clip_benchmark_files_read_through_their_dataset(bench, tmp_path):
+    out = tmp_path / "clip"
+    export("clip-benchmark", bench, out, ExportConfig(images=str(bench.parent / "images")))
+    module = _module(out / "autocomp_dataset.py", "autocomp_clip_dataset")
+    qs = list(
+        questions(open_benchmark(bench), ExportConfig(images=str(bench.parent / "images")), None)
+    )
+    seen = 0
+    for path in sorted(out.glob("*/*.json")):
+        dataset = module.AutoCompCaptions(path)
+        for i in range(len(dataset)):
+            image, captions = dataset[i]
+            key = dataset.keys[i]
+            q = qs[int(key)]
+            assert captions[0] == q.options[q.answer]  # the metric's caption 0 is the positive
+            assert sorted(captions) == sorted(q.options) and image.size == (16, 16)
+            assert path.name == f"n{q.n}_{q.set_name}_{len(q.options)}.json"
+            seen += 1
+    assert seen == len(qs)
+
+
+def test_the_cli_offers_every_registered_harness():
+    from autocomp.cli.exports import HARNESS_NAMES
+    from autocomp.exports import HARNESSES
+
+    assert tuple(HARNESSES) == HARNESS_NAMES
