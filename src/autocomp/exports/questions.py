@@ -94,8 +94,9 @@ def questions(
     `max_options` options (the harness's limit) unless `config.negatives` asks for more."""
     check_sets(config.sets)
     count = config.negatives
-    if count is not None and count < 1:
-        raise UsageError("negatives", str(count), "must be at least 1")
+    for name, value in (("negatives", count), ("limit", config.limit)):
+        if value is not None and value < 1:
+            raise UsageError(name, str(value), "must be at least 1")
     if max_options is not None:
         if count is not None and count + 1 > max_options:
             raise UsageError(
@@ -150,7 +151,8 @@ def check_out(out: str | Path, force: bool) -> Path:
         raise UsageError(
             "out", str(path), "exists; choose a new folder, or pass --force to replace it"
         )
-    sweep_stale(path.parent if path.parent.exists() else Path("."))
+    if path.parent.is_dir():  # temporaries a killed export left beside it
+        sweep_stale(path.parent)
     return path
 
 
