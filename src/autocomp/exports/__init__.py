@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autocomp.config import ExportConfig
+from autocomp.config import ExportConfig, ScoreConfig
 from autocomp.errors import UsageError
 from autocomp.exports import clip_benchmark, lmms_eval, vlmevalkit
 from autocomp.exports.questions import building, check_out, questions, record, write_record
+from autocomp.scoring.checks import check_benchmark
 from autocomp.store.catalog.benchmarks import Benchmark, Published, locate, open_published
 
 Writer = Callable[[list, Path, Path, dict[str, Any]], dict[str, Any]]
@@ -56,6 +57,7 @@ def export(
     final = check_out(out, config.force)
     found = locate(benchmark, store)  # a published name is streamed from its store, not copied
     source = open_published(found.store, found.name) if isinstance(found, Published) else found
+    check_benchmark(source, ScoreConfig(images=config.images))  # score's checks: columns, images
     items = list(questions(source, config, spec.max_options))
     if not items:
         raise UsageError(
