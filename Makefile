@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint format bench clean images push base-image constraints
+.PHONY: help install demo test test-fast lint format bench clean images push base-image constraints \
+        env-sam2 test-sam2
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,10 +33,37 @@ lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, dead co
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
 test: lint ## lint, then the whole test suite on two workers (what CI runs), listing its 25 slowest tests
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25 -m "not sam2 and not gdino"
+
+# The original SAM 2 package: .envs/sam2 is a venv layered over .venv (its .pth adds .venv's
+# site-packages after its own) holding only pyproject's `sam2` pins, so its antlr4 4.9 shadows
+# .venv's 4.13 and nothing in .venv changes. Its setuptools is removed so sam2's build (no
+# isolation: it builds against the installed torch) takes .venv's. The lane runs the tests
+# marked sam2 (the main lane deselects them).
+SAM2_ENV   := .envs/sam2
+SAM2_STAMP := $(SAM2_ENV)/.installed
+PURELIB     = -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+EXTRA_PINS  = -c "import tomllib, sys; print(' '.join(tomllib.load(open('pyproject.toml', 'rb')) \
+              ['project']['optional-dependencies'][sys.argv[1]]))"
+
+$(SAM2_STAMP): $(STAMP) pyproject.toml
+	rm -rf $(SAM2_ENV)
+	$(BIN)/python -m venv $(SAM2_ENV)
+	$(SAM2_ENV)/bin/pip uninstall --quiet --yes setuptools
+	echo "import site; site.addsitedir('$$($(BIN)/python $(PURELIB))')" \
+	  > "$$($(SAM2_ENV)/bin/python $(PURELIB))/zz_autocomp_venv.pth"
+	SAM2_BUILD_CUDA=0 $(SAM2_ENV)/bin/pip install --quiet --no-deps --no-build-isolation \
+	  $$($(BIN)/python $(EXTRA_PINS) sam2)
+	touch $@
+
+env-sam2: $(SAM2_STAMP) ## .envs/sam2: the original SAM 2 package, layered over .venv
+
+test-sam2: $(SAM2_STAMP) ## the sam2 lane: the original SAM 2 against transformers' port
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(SAM2_ENV)/bin/python -m pytest -m sam2 -p no:cacheprovider \
+	  tests/generation/test_sam2_original.py
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra" -n 2
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not sam2 and not gdino" -n 2
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(LINTED)
