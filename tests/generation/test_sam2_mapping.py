@@ -72,7 +72,7 @@ def test_the_original_backend_without_the_package_is_one_line(
         detection.load_segmenter("sam2.1-hiera-large-original", device="cpu")
     message = str(caught.value)
     assert "\n" not in message
-    assert "make env-sam2" in message and "gpu image" in message
+    assert "make env-sam2" in message and "sam2 (original package)" in message
 
 
 def test_an_unknown_backend_in_the_registry_is_refused(tmp_path: Path) -> None:
