@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test test-fast lint format bench clean images push base-image constraints \
-        env-sam2 test-sam2
+        env-sam2 test-sam2 env-gdino test-gdino
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -46,21 +46,41 @@ PURELIB     = -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 EXTRA_PINS  = -c "import tomllib, sys; print(' '.join(tomllib.load(open('pyproject.toml', 'rb')) \
               ['project']['optional-dependencies'][sys.argv[1]]))"
 
-$(SAM2_STAMP): $(STAMP) pyproject.toml
-	rm -rf $(SAM2_ENV)
-	$(BIN)/python -m venv $(SAM2_ENV)
-	$(SAM2_ENV)/bin/pip uninstall --quiet --yes setuptools
+# $(call layer,ENV,EXTRA): ENV, a venv over .venv holding the pins of pyproject's EXTRA (SAM2_BUILD_CUDA=0:
+# sam2 builds no CUDA extension; the other packages ignore it)
+define layer
+	rm -rf $(1)
+	$(BIN)/python -m venv $(1)
+	$(1)/bin/pip uninstall --quiet --yes setuptools
 	echo "import site; site.addsitedir('$$($(BIN)/python $(PURELIB))')" \
-	  > "$$($(SAM2_ENV)/bin/python $(PURELIB))/zz_autocomp_venv.pth"
-	SAM2_BUILD_CUDA=0 $(SAM2_ENV)/bin/pip install --quiet --no-deps --no-build-isolation \
-	  $$($(BIN)/python $(EXTRA_PINS) sam2)
-	touch $@
+	  > "$$($(1)/bin/python $(PURELIB))/zz_autocomp_venv.pth"
+	SAM2_BUILD_CUDA=0 $(1)/bin/pip install --quiet --no-deps --no-build-isolation \
+	  $$($(BIN)/python $(EXTRA_PINS) $(2))
+	touch $(1)/.installed
+endef
+
+$(SAM2_STAMP): $(STAMP) pyproject.toml
+	$(call layer,$(SAM2_ENV),sam2)
 
 env-sam2: $(SAM2_STAMP) ## .envs/sam2: the original SAM 2 package, layered over .venv
 
 test-sam2: $(SAM2_STAMP) ## the sam2 lane: the original SAM 2 against transformers' port
 	HF_HUB_OFFLINE=1 PYTHONPATH=src $(SAM2_ENV)/bin/python -m pytest -m sam2 -p no:cacheprovider \
 	  tests/generation/test_sam2_original.py
+
+# The original Grounding DINO package (transformers<5) the same way: .envs/gdino. The lane's test
+# runs in .venv (the port, transformers 5) and starts the original in .envs/gdino.
+GDINO_ENV   := .envs/gdino
+GDINO_STAMP := $(GDINO_ENV)/.installed
+
+$(GDINO_STAMP): $(STAMP) pyproject.toml
+	$(call layer,$(GDINO_ENV),gdino)
+
+env-gdino: $(GDINO_STAMP) ## .envs/gdino: the original Grounding DINO package, layered over .venv
+
+test-gdino: $(GDINO_STAMP) ## the gdino lane: the original Grounding DINO against transformers' port
+	HF_HUB_OFFLINE=1 AUTOCOMP_GDINO_PYTHON=$(GDINO_ENV)/bin/python $(BIN)/pytest -m gdino \
+	  -p no:cacheprovider tests/generation/test_gdino_original.py
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not sam2 and not gdino" -n 2
