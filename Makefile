@@ -132,9 +132,11 @@ images: ## build the images, print their sizes (IMAGES="core" picks; DRY_RUN=1 p
 	for kind in $(IMAGES); do \
 	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME)) && \
 	  extras=$$($(PYTHON) images/imagetool.py extras $$kind) || exit 1; \
+	  source=$$($(PYTHON) images/imagetool.py source-extra $$kind) || exit 1; \
 	  start=$$(date +%s); \
 	  $(RUN_OR_ECHO) $$build $$flags --build-arg BASE_IMAGE=$$base \
-	    --build-arg EXTRAS=$$extras --build-arg CONSTRAINTS=images/constraints/$$kind.txt \
+	    --build-arg EXTRAS=$$extras --build-arg SOURCE_EXTRA=$$source \
+	    --build-arg CONSTRAINTS=images/constraints/$$kind.txt \
 	    --build-arg GIT_COMMIT=$$commit -f images/Dockerfile -t $$tag . || exit 1; \
 	  $(if $(DRY_RUN),:,echo "$$tag: $$($$engine images --format '{{.Size}}' $$tag)," \
 	    "built in $$(( $$(date +%s) - start )) s"); \

@@ -1,6 +1,8 @@
 """Helpers of the Makefile's image targets (standard library only; run with the host's python3).
 
 extras IMAGE                the extras installed in an image
+source-extra IMAGE          the extra built against the image's own torch after them (its
+                            exact pins, --no-deps --no-build-isolation), or nothing
 pip-flags BUILDER DIR [--dry-run]  the host's pip settings as build secrets (DIR/pip.conf,
                             DIR/ca.pem; --dry-run writes nothing) and, for buildah, read-only
                             volumes for local index and wheel folders; prints the build flags
@@ -38,6 +40,9 @@ EXTRAS = {
     "gpu": "pipelines,report,generate",  # torch: render, validate, score (generate includes eval)
     "caption": "pipelines,vllm",  # vLLM pins its own torch and transformers
 }
+# Extras of sdists that build against the installed torch (sam2: pyproject's `sam2` pins every
+# package exactly, so the image installs them without resolving; images/Dockerfile)
+SOURCE_EXTRAS = {"gpu": "sam2"}
 LOCK = Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or ROOT / "images" / "lock.json")
 SECRET_DIR = "/run/secrets"  # where a build's RUN --mount=type=secret puts them
 # Settings that name local paths; `constraint` is left out: each image's own file pins it.
@@ -336,10 +341,14 @@ def choose_builder(asked: str) -> str:
 
 def main(argv: list[str]) -> None:
     verb, *args = argv or [""]
-    if verb in ("extras", "constraints") and (len(args) != 1 or args[0] not in EXTRAS):
+    if verb in ("extras", "constraints", "source-extra") and (
+        len(args) != 1 or args[0] not in EXTRAS
+    ):
         sys.exit(f"imagetool: {verb} needs one image name, one of {', '.join(EXTRAS)}")
     if verb == "extras":
         print(EXTRAS[args[0]])
+    elif verb == "source-extra":
+        print(SOURCE_EXTRAS.get(args[0], ""))
     elif verb == "constraints":
         write_constraints(args[0])
     elif verb == "pip-flags" and len(args) in (2, 3) and args[2:] in ([], ["--dry-run"]):

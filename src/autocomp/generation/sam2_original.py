@@ -6,8 +6,9 @@ The paper ran the original package; validation runs transformers' port by defaul
 environment with diffusers). `--segmenter sam2.1-hiera-large-original` runs the original
 (`SAM2ImagePredictor`, box prompts, masks thresholded at 0) for users who want the paper's exact
 stack. It needs `sam2`, which pins omegaconf/antlr4 4.9 through hydra-core (the dev tools'
-moto[server] takes antlr4 4.13): `make env-sam2` layers it over .venv (.envs/sam2). The sam2
-lane (`make test-sam2`) holds the two equal on random weights.
+moto[server] takes antlr4 4.13): `make env-sam2` layers it over .venv (.envs/sam2); the gpu image
+installs it (images/Dockerfile, SOURCE_EXTRA). The sam2 lane (`make test-sam2`) holds the two
+equal on random weights.
 
 The mapping is transformers' own converter, read from
 huggingface/transformers src/transformers/models/sam2/convert_sam2_to_hf.py (not in the wheel):
@@ -140,7 +141,7 @@ def _sam2_modules() -> tuple[Any, Any]:
             "segmenter",
             "sam2 (original package)",
             f"is not installed here ({exc.name or exc}): run autocomp with the python of "
-            ".envs/sam2 (`make env-sam2`), or pick a transformers segmenter (`autocomp models`)",
+            ".envs/sam2 (`make env-sam2`) or the gpu image, or pick a transformers segmenter",
         ) from None
     return build_sam, SAM2ImagePredictor
 
