@@ -18,7 +18,7 @@ GENERATION_FILE = Path(__file__).parent / "models.yaml"
 ROLES = ("captioner", "renderer", "detector", "segmenter")
 _GEN_REQUIRED = {"name", "weights", "dtype", "gpus", "gpu_memory_gb", "settings"}
 _GEN_OPTIONAL = {
-    "captioner": {"model_class", "tiny_builder"},
+    "captioner": {"model_class", "tiny_builder", "vllm"},
     "renderer": {"pipeline_class", "tiny_builder"},
     "detector": {"tiny_builder"},
     "segmenter": {"tiny_builder", "backend"},
@@ -87,6 +87,7 @@ class GenerationModel:
     model_class: str | None = None
     pipeline_class: str | None = None
     tiny_builder: str | None = None
+    vllm: dict[str, Any] | None = None  # a captioner's vllm.LLM engine arguments (vllm_engine.py)
     backend: str = "transformers"  # segmenters: transformers' port, or `sam2` (the original)
 
     @property
