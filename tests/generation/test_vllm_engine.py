@@ -106,4 +106,4 @@ def test_the_main_lanes_leave_the_vllm_tests_to_their_own_lane():
     assert "VLLM_TEST_FILES = $(wildcard tests/*/test_*vllm*.py)" in make
     lane_file = root / "tests" / "generation" / "test_caption_vllm.py"
     assert "pytest.mark.vllm" in lane_file.read_text()
-    assert "make test-vllm" in root.joinpath(".ci", "run").read_text()
+    assert "test-vllm" in root.joinpath(".ci", "run").read_text()
