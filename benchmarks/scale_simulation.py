@@ -68,6 +68,7 @@ def moto_store(bucket: str = "autocomp", endpoint: str = "") -> Iterator[str]:
     if endpoint:
         os.environ.update({"AUTOCOMP_S3_ENDPOINT": endpoint,
                            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+        _make_bucket(endpoint, bucket)
         yield f"s3://{bucket}/scale"
         return
     port = _free_port()
@@ -85,10 +86,20 @@ def moto_store(bucket: str = "autocomp", endpoint: str = "") -> Iterator[str]:
             time.sleep(0.1)
         os.environ.update({"AUTOCOMP_S3_ENDPOINT": f"http://127.0.0.1:{port}",
                            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+        _make_bucket(f"http://127.0.0.1:{port}", bucket)
         yield f"s3://{bucket}/scale"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _make_bucket(endpoint: str, bucket: str) -> None:
+    """The store's bucket, made as an administrator would (autocomp never creates one)."""
+    from minio import Minio
+
+    admin = Minio(endpoint.split("://", 1)[1], "admin", "admin", secure=False, region="us-east-1")
+    if not admin.bucket_exists(bucket):
+        admin.make_bucket(bucket)
 
 
 class LoadSampler:

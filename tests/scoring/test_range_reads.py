@@ -129,11 +129,13 @@ def test_k_range_pods_read_the_benchmark_once_between_them(published, tmp_path, 
         shutil.copytree(published / "store", store)
         read[count] = _pods(str(store), count, tmp_path / f"out{count}", monkeypatch)
     # one pod: each part verified (read whole), then streamed; the footers and the id columns
-    assert 2 * benchmark + footers <= read[1] <= 2 * benchmark + footers + columns, read
+    # (pyarrow coalesces a row group's id chunks across gaps of up to 8 KiB: 2 gaps a group)
+    holes = 2 * 8192 * 8 * 3
+    assert 2 * benchmark + footers <= read[1] <= 2 * benchmark + footers + columns + holes, read
     # four pods: each reads the footers and the glance columns of every part, and verifies and
     # streams its own parts; a part that two ranges share is read by both (three boundaries)
     extra = read[4] - read[1]
-    assert extra <= 3 * (footers + columns) + 3 * 2 * max(sizes), (footers, read)
+    assert extra <= 3 * (footers + columns + holes) + 3 * 2 * max(sizes), (footers, read)
     assert read[4] < 2 * read[1]  # was 4.3x: every pod verified every part
     # the capacity plan's figure (its footer and id estimates, the measured caption bytes)
     for count in (1, 4):
