@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from autocomp.config import NegativesConfig, SampleConfig, ScoreConfig
-from autocomp.pipelines.cluster.capacity import FOOTER_READ, score_read
+from autocomp.pipelines.cluster.capacity import FOOTER_READ, footer_bytes, score_read
 from autocomp.protocol.stages import negatives_stage, sample_many
 from autocomp.scoring import score
 from autocomp.scoring.ranges import COUNTED, merge
@@ -138,6 +138,8 @@ def test_k_range_pods_read_the_benchmark_once_between_them(published, tmp_path, 
     assert extra <= 3 * (footers + columns + holes) + 3 * 2 * max(sizes), (footers, read)
     assert read[4] < 2 * read[1]  # was 4.3x: every pod verified every part
     # the capacity plan's figure (its footer and id estimates, the measured caption bytes)
+    image = sum(len(p.read_bytes()) for p in (published / "render").rglob("*.png")) / 96
+    footer = footer_bytes(12, image)
     for count in (1, 4):
-        planned = score_read(benchmark, len(sizes), 96, columns, count)
+        planned = score_read(benchmark, len(sizes), 96, columns, count, footer)
         assert abs(planned / read[count] - 1) <= 0.10, (count, planned, read)
