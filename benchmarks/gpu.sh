@@ -10,6 +10,7 @@
 #   benchmarks/gpu.sh --plan           # the shapes as JSON
 #
 # PYTHON picks the interpreter (default: python3 on PATH); the package's sources come first.
+# VLLM_PYTHON (optional): the vllm environment's python; benchmarks/vllm_scoring.py runs first.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
@@ -18,5 +19,12 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export PYTHONPATH="$root/src:$here${PYTHONPATH:+:$PYTHONPATH}"
 export AUTOCOMP_CACHE="${AUTOCOMP_CACHE:-$(mktemp -d)}"
 export PYTORCH_CUDA_ALLOC_CONF="${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}"
+# vLLM scoring beside the shared-prefix path, when VLLM_PYTHON names the python of an environment
+# with vLLM (it pins its own torch; on a lent GPU: the caption image's): time-boxed, then the rest
+if [ -n "${VLLM_PYTHON:-}" ] && [ "${1:-}" != "--plan" ]; then
+  timeout --signal=TERM --kill-after=20 "${VLLM_BENCH_LIMIT:-240}" "$VLLM_PYTHON" -u \
+    "$here/vllm_scoring.py" --prefixes 8 --prefix-tokens 1200 --captions 256 \
+    || echo "vllm scoring stopped: exit $?"
+fi
 exec timeout --signal=TERM --kill-after=20 "${GPU_BENCH_LIMIT:-480}" \
   "$python" -u "$here/gpu_bench.py" "$@"

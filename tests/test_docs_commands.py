@@ -72,6 +72,13 @@ SKIP = {
     ("docs/usage/import.md", "autocomp import sugarcrepe --source sugarcrepe/"): "needs "
     "SugarCrepe and COCO val2017 (network); tests/analysis/test_report_sources.py reports on an "
     "import",
+    ("docs/usage/import.md", "autocomp import aro-vg-relation --source aro/"): "needs the "
+    "ARO, SugarCrepe++, CREPE and NaturalBench releases with COCO and Visual Genome images "
+    "(network); tests/importers/test_harness_{aro,scpp,crepe,naturalbench}.py build each layout",
+    ("docs/usage/import.md", "autocomp import winoground --source winoground/data"): "needs "
+    "the downloaded Winoground, EqBen, MMVP-VLM and SPEC releases (network); "
+    "tests/importers/test_harness_*.py build each release's layout and "
+    "test_harness_report.py scores and reports one",
     ("docs/usage/report.md", "autocomp report --run runs/demo"): "needs `make demo`'s run "
     "(kfp.local, minutes) and an S3 store; the report of a run made here runs in the tour",
     ("docs/usage/finetune.md", "autocomp finetune local --out runs/finetune"): "kfp.local for "
@@ -81,6 +88,9 @@ SKIP = {
     "server) and a second VQA model; tests/audit runs each verb",
     ("docs/usage/audit.md", "autocomp audit export --benchmark runs/demo/benchmark"): "needs "
     "`make demo`'s run and annotators in a browser (serve is a server); tests/audit runs each verb",
+    ("docs/usage/audit.md", "autocomp audit labelstudio-export study --out study-ls"): "needs "
+    "a study (the blocks above are skipped) and Label Studio with annotators; "
+    "tests/audit/test_labelstudio.py exports a study and reads Label Studio's JSON export back",
     ("docs/usage/cluster.md", "export AUTOCOMP_IMAGE_REGISTRY=registry.example.com/ml"): "buildah "
     "builds for minutes and pushes to your registry: .ci/images runs exactly this (.ci/release, "
     "against Debian's docker-registry on 127.0.0.1); the `cluster` fixture holds the lock it writes",

@@ -377,7 +377,7 @@ def test_a_second_score_call_keeps_the_earlier_models_in_the_summary(d, tmp_path
     assert set(summary.column("model").to_pylist()) == {TINY, "tiny-siglip"}
 
 
-def test_compare_with_disjoint_concepts_says_so(d, tmp_path, capsys):
+def test_compare_with_disjoint_concepts_is_a_profile_not_table_9(d, tmp_path, capsys):
     other = tmp_path / "other"
     shutil.copytree(d / "run", other)
     table = pq.read_table(other / "benchmark.parquet")
@@ -390,8 +390,12 @@ def test_compare_with_disjoint_concepts_says_so(d, tmp_path, capsys):
         table.schema.get_field_index("sample_id"), "sample_id", pa.array(sample)
     )
     pq.write_table(table, other / "benchmark.parquet")
+    # no concept in common: not Table 9 (its table would be empty) but the benchmark profile,
+    # one model across benchmarks (issue 36 item 4); the cross-generator table is left out
     code = _call(["report", "--run", d / "run", "--compare", other, "--out", tmp_path / "rep"])
-    _one_line(capsys, code, "--compare", "no scored concept")
+    assert code == 0, capsys.readouterr().err
+    written = {p.stem for p in (tmp_path / "rep" / "tables").glob("*.parquet")}
+    assert "benchmark_profile" in written and "cross_generator" not in written, written
 
 
 # -------------------------------------------------------------------- 8: temporaries swept

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -117,32 +116,6 @@ def test_caption_stage_resumes_and_refuses_another_config(run_dir):
             folder / "concepts.parquet", folder / "captions",
             replace(CAPTION, fallback=None, settings={"temperature": 0.2}),
         )  # fmt: skip
-
-
-def test_vllm_requests_and_outputs():
-    settings = {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 150}
-    assert captioning.vllm_sampling(settings, 11) == {
-        "temperature": 0.7, "top_p": 0.9, "max_tokens": 150, "seed": 11, "n": 1,
-    }  # fmt: skip
-    outputs = [
-        SimpleNamespace(outputs=[SimpleNamespace(text="A red cup.", finish_reason="stop")]),
-        SimpleNamespace(outputs=[]),
-    ]
-    assert captioning.parse_vllm_outputs(outputs, 2) == ["A red cup.", ""]
-    with pytest.raises(RuntimeError, match="1 outputs for 2"):
-        captioning.parse_vllm_outputs(outputs[:1], 2)
-
-
-def test_vllm_engine_without_vllm_is_a_usage_error():
-    pytest.importorskip("transformers")
-    try:
-        import vllm  # noqa: F401
-
-        pytest.skip("vllm is installed here")
-    except ImportError:
-        pass
-    with pytest.raises(UsageError, match="autocomp\\[vllm\\]"):
-        captioning.load_captioner("tiny-llm", engine="vllm")
 
 
 def test_unknown_captioner_names_the_registered_ones():

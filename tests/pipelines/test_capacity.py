@@ -131,3 +131,20 @@ def test_plan_prints_every_step_with_its_sources(capsys):
     assert "shape_color:2 holds only 3,380 distinct concepts" in out
     assert main(["plan", "--count", "0"]) == 2
     assert "--count: 0" in capsys.readouterr().err
+
+
+def test_plan_names_the_engine_of_each_step(capsys):
+    paper, tiny = capacity.plan("paper", 1_000, ["all"]), capacity.plan("tiny")
+    engines = {s.step: s.engine for s in paper.steps}
+    assert engines["caption"] == "vllm" and tiny.step("caption").engine == "transformers"
+    assert engines["render"] == "diffusers" and engines["validate"] == "transformers"
+    assert engines["score-1x16gb"] == "open_clip" and engines["finetune_train"] == "open_clip"
+    # the engine each entry names, else its backend's default (transformers: the shared-prefix
+    # path; scoring/backends.py)
+    assert engines["score-4x80gb"] == "transformers"
+    assert engines["sample"] == engines["negatives"] == ""  # no model
+    assert main(["plan", "--profile", "paper", "--count", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^step\s+engine\s+pods", out, flags=re.M)
+    assert re.search(r"^caption\s+vllm\s+1\s", out, flags=re.M)
+    assert re.search(r"^sample\s+-\s+1\s", out, flags=re.M)

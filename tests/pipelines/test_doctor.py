@@ -9,7 +9,7 @@ import os
 import pytest
 
 from autocomp.cli.main import main
-from autocomp.pipelines.cluster.doctor import PROBE_PASSED, nodes_for
+from autocomp.pipelines.cluster.doctor import PROBE_PASSED, nodes_for, step_engines
 from autocomp.pipelines.cluster.resources import GPU_CARDS, ScoreClass
 from autocomp.pipelines.compile import PIPELINES
 from tests.infra.test_storage import s3_server  # noqa: F401  (the moto_server fixture)
@@ -91,6 +91,10 @@ def test_doctor_passes_a_ready_installation(dists, tmp_path, no_kubeconfig, caps
         "push it" in images[0] + images[1] + images[2]
     )
     assert lines[-1] == "doctor: 1 check(s) failed" and exit_.value.code == 1  # that image
+    assert (  # the engine of each model step, as `autocomp plan` names them
+        "INFO engines generate_benchmark: caption vllm (image caption), render diffusers "
+        "(image gpu), validate transformers (image gpu)"
+    ) in lines
 
 
 @pytest.mark.slow
@@ -296,3 +300,27 @@ def test_gpu_classes_are_matched_to_nodes_by_gpu_count_and_the_real_memory_label
     assert fits["1x16gb"] == list(GPU_CARDS)  # a T4 holds CLIP ViT-B/16
     assert "NVIDIA-L40S" in fits["1x48gb"] and "NVIDIA-A100-SXM4-40GB" not in fits["1x48gb"]
     assert "NVIDIA-L4" not in fits["1x40gb"]
+
+
+def test_doctor_names_the_engine_of_each_model_step():
+    """The caption step's engine is the compiled package's own `caption_engine` default (a
+    package compiled for transformers says so); the others are the plan's."""
+    image = "r.test/autocomp-{}:v1@" + DIGEST
+    docs = [{
+        "root": {"inputDefinitions": {"parameters": {"caption_engine": {"defaultValue": "vllm"}}}},
+        "deploymentSpec": {"executors": {
+            "exec-caption": {"container": {"image": image.format("caption")}},
+            "exec-render": {"container": {"image": image.format("gpu")}},
+            "exec-sample": {"container": {"image": image.format("core")}},
+            "exec-score-1x16gb-2": {"container": {"image": image.format("gpu")}},
+        }},
+    }]  # fmt: skip
+    engines = {"caption": "transformers", "render": "diffusers", "score-1x16gb": "open_clip"}
+    assert step_engines(docs, engines) == [
+        "caption vllm (image caption)", "render diffusers (image gpu)",
+        "score-1x16gb open_clip (image gpu)",
+    ]  # fmt: skip
+    docs[0]["root"]["inputDefinitions"]["parameters"]["caption_engine"]["defaultValue"] = (
+        "transformers"
+    )
+    assert step_engines(docs, engines)[0] == "caption transformers (image caption)"

@@ -129,3 +129,34 @@ def test_the_report_groups_models_by_their_backend():
               "c": {"backend": "not-installed-here"}, "d": {}}  # fmt: skip
     layout = layout_of(models, {})
     assert [layout.group(m) for m in "abcd"] == ["contrastive", "generative", "other", "other"]
+
+
+def test_an_entry_names_one_of_its_backends_engines(tmp_path):
+    from autocomp.scoring.generative import VlmScorer
+    from autocomp.scoring.registry import backend_class
+    from autocomp.scoring.vllm_engine import VllmScorer  # vLLM itself is imported only to load
+
+    vlm = backends.get("transformers_vlm")
+    assert vlm.engine_names == ("transformers", "vllm")
+    assert backends.get("open_clip").engine_names == ()
+    assert backend_class(get_model("tiny-qwen2.5-vl")) is VlmScorer  # the default engine
+    assert backend_class(get_model("tiny-qwen2.5-vl-vllm")) is VllmScorer
+    assert vlm.scorer_class("transformers") is VlmScorer
+    with pytest.raises(UsageError, match=r"engine: 'tgi': must be one of transformers, vllm"):
+        all_models(_registry(tmp_path / "r.yaml", {**EXTRA, "engine": "tgi"}))
+    clip = {k: v for k, v in get_model("clip-vit-b-16").raw.items()}
+    with pytest.raises(UsageError, match="engine"):  # a backend of one engine takes no engine:
+        all_models(_registry(tmp_path / "c.yaml", {**clip, "engine": "vllm"}))
+    with pytest.raises(UsageError, match="must be one of transformers, vllm"):
+        vlm.scorer_class("tgi")
+
+
+def test_an_engine_not_installed_here_is_one_line_naming_its_environment():
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.fail("this test runs in the main environment, which has no vLLM")
+    with pytest.raises(UsageError, match=r"engine: 'vllm': is not installed here.*make vllm-env"):
+        load_scorer("tiny-qwen2.5-vl-vllm", device="cpu")

@@ -1,7 +1,8 @@
 """One contract every scoring backend passes (after diffusers' tests/pipelines/
 test_pipelines_common.py): each backend class declares the `Scorer` protocol and implements all
-of it, and each registered tiny variant (every backend has one) behaves as the protocol says --
-the score stage relies on nothing else."""
+of it, and each registered tiny variant (every backend and engine has one) behaves as the
+protocol says -- the score stage relies on nothing else. The vLLM engine's variants carry the
+`vllm` marker: they run in the vllm environment's lane (`make test-vllm`)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,25 @@ MEMBERS = [name for name in dir(Scorer) if not name.startswith("_")]  # the prot
 LONG = "A photo of " + " and ".join(f"a red cup number {i}" for i in range(40)) + "."
 
 
+ENGINES = [
+    (name, engine) for name, b in sorted(SHIPPED.items()) for engine in b.engine_names or [""]
+]
+
+
+def _engine(entry) -> str:  # noqa: ANN001
+    return entry.engine or entry.kind.default_engine
+
+
 def test_every_backend_has_a_tiny_variant_to_hold_to_the_contract():
     assert {entry.backend for entry in TINY.values()} == set(SHIPPED)
+    assert {(entry.backend, _engine(entry)) for entry in TINY.values()} == set(ENGINES)
 
 
-@pytest.mark.parametrize("backend", sorted(SHIPPED))
-def test_each_backend_declares_and_implements_the_whole_protocol(backend):
-    cls = backend_class(next(e for e in TINY.values() if e.backend == backend))
+@pytest.mark.parametrize(("backend", "engine"), ENGINES)
+def test_each_backend_declares_and_implements_the_whole_protocol(backend, engine):
+    cls = backend_class(
+        next(e for e in TINY.values() if e.backend == backend and _engine(e) == engine)
+    )
     assert Scorer in cls.__mro__  # declared, not only shaped alike
     assert set(MEMBERS) == {"score", "truncated", "token_counts"}
     for name in MEMBERS:
@@ -36,8 +49,18 @@ def test_each_backend_declares_and_implements_the_whole_protocol(backend):
         ), name
 
 
-@pytest.fixture(scope="module", params=sorted(TINY))
+def _variant(name: str):  # noqa: ANN202
+    if TINY[name].engine == "vllm":
+        return pytest.param(name, marks=pytest.mark.vllm)
+    return name
+
+
+@pytest.fixture(scope="module", params=[_variant(name) for name in sorted(TINY)])
 def scorer(request):
+    if TINY[request.param].engine == "vllm":
+        from tests.scoring.test_vllm_engine import needs_torchvision
+
+        needs_torchvision()
     model = load_scorer(request.param, device="cpu")
     assert isinstance(model, Scorer)  # every member present on the instance
     return TINY[request.param], model

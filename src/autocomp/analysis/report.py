@@ -103,8 +103,9 @@ def report_stage(
         out: the folder to write (index.html, tables/<name>.{csv,parquet,tex}, figures/).
         seed: the bootstrap seed of every interval.
         title: the page's title (default: the run folder's name).
-        compare: run folders of the same concept set rendered by other generators (Table 9),
-            each named by its folder name.
+        compare: run folders, each named by its folder name: of the same concept set rendered
+            by other generators (Table 9), or of other benchmarks (a harness import, or no
+            concept shared: the benchmark profile, each model across benchmarks).
 
     Returns:
         What was written (Written): the page, the long tables and their rows, the paper-layout
@@ -130,7 +131,9 @@ def _write_report(
         raise UsageError("out", str(out), "is a file; give a folder for the report")
     check_output(out)  # not under a file; missing parents are made with it (store/outputs.py)
     data = load_run(run)
-    report = build_tables(data, seed, _compared(data, title, run, compare))
+    same, other = _split(data, compare)
+    profile = {title: Path(run), **other} if other else {}
+    report = build_tables(data, seed, _compared(data, title, run, same), profile)
     tables = report.tables
     funnel = tables.get("survival_funnel")
     funnel_caveats = tuple(fallback_note(funnel)) if funnel is not None else ()
@@ -161,6 +164,22 @@ def _write_report(
         "omitted": omitted + plot_notes + section_notes(tables, report.notes),
         "computed_on": [line for line, caveat in report.scope.summary() if caveat],
     }
+
+
+def _split(data: RunData, compare: dict[str, Path]) -> tuple[dict[str, Path], dict[str, Path]]:
+    """`compare` split into runs of this run's concept set (Table 9) and runs of another
+    benchmark (a harness import, or no scored concept shared: the benchmark profile)."""
+    from autocomp.analysis.harness import harness_of
+
+    ours = _concepts(data.predictions)
+    mine = harness_of(data.run / "benchmark") is not None
+    same: dict[str, Path] = {}
+    other: dict[str, Path] = {}
+    for name, folder in compare.items():
+        theirs = _concepts(load_run(folder, "compare").predictions)
+        harness = mine or harness_of(folder / "benchmark") is not None
+        (other if harness or not ours & theirs else same)[name] = folder
+    return same, other
 
 
 def _compared(

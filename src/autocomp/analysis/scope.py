@@ -108,7 +108,9 @@ class Scope:
         samples = list(self.samples.values())
         concepts = len({s.concept for s in samples})
         lines = [(f"Benchmark: {len(samples):,} samples of {concepts:,} concepts.", False)]
-        if self.imported:
+        if self.imported and self.imported not in IMPORTED:  # a harness benchmark
+            lines.append((f"Imported with `autocomp import {self.imported}`.{HARNESS}", True))
+        elif self.imported:
             about = IMPORTED.get(self.imported, "")
             lines.append((f"Imported with `autocomp import {self.imported}`.{about}", False))
         if not self.validated:
@@ -145,6 +147,12 @@ IMPORTED = {
     "autocomp-release": " The Auto-Comp public release: its concepts, captions and images; the "
     "candidate sets rebuilt by autocomp.",
 }
+
+HARNESS = (
+    " A harness benchmark (groups of images x texts, one row per image): its own metric, by "
+    "its authors' rule, is the table \"The benchmark's own metric\"; the accuracy tables judge "
+    "each image's first text against the group's other texts, which is not that metric."
+)
 
 
 def caveat_lines(samples: list[Sample], compare: bool = False, scope: str = "here") -> list[str]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
 
-from autocomp.analysis import agreement
+from autocomp.analysis import agreement, harness, profile
 from autocomp.analysis import statistics as analysis
 from autocomp.analysis.audit_tables import progress_caveats
 from autocomp.analysis.finetune_tables import DELTAS_NOTE, TABLE8_NOTE, finetune_tables
@@ -36,6 +37,12 @@ class Context:
     data: RunData
     seed: int = 0
     compare: Mapping[str, pa.Table] = field(default_factory=dict)
+    profile: Mapping[str, Path] = field(default_factory=dict)  # runs of other benchmarks
+
+    @cached_property
+    def harness(self) -> dict[str, pa.Table] | None:
+        """The harness tables of a run whose benchmark is a harness import (else None)."""
+        return harness.run_tables(self.data.run, self.seed)
 
     @cached_property
     def kinds(self) -> dict[str, list[str]]:
@@ -135,7 +142,19 @@ JUDGE_NOTE = (
     "condition all: both conditions; family all, n –: every sample."
 )
 
+
 # in page order: the sections in this order, then the long tables folded away in this order
+def _harness_table(key: str) -> Callable[[Context], pa.Table]:
+    return lambda c: c.harness[key] if c.harness else pa.table({})
+
+
+def _harness_applies(key: str) -> Callable[[Context], bool]:
+    """A harness import's table; harness_unscored only when it lists something."""
+    return lambda c: (
+        c.harness is not None and (key != "harness_unscored" or c.harness[key].num_rows > 0)
+    )
+
+
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
         "accuracy",
@@ -261,6 +280,17 @@ TABLES: tuple[TableSpec, ...] = (
         lambda c: bool(c.data.judges),
         paper=("paper_table21",),
     ),
+    *(
+        TableSpec(key, heading, note, _harness_table(key), _harness_applies(key), place)
+        for key, heading, note, place in harness.REPORT_TABLES
+    ),
+    TableSpec(
+        "benchmark_profile",
+        "Each model across benchmarks",
+        harness.PROFILE_NOTE,
+        lambda c: profile.profile(c.profile, c.seed),
+        lambda c: bool(c.profile),
+    ),
     TableSpec(
         "cross_generator",
         "Accuracy per generator (Table 9)",
@@ -298,11 +328,15 @@ class ReportTables:
 
 
 def build_tables(
-    data: RunData, seed: int = 0, compare: Mapping[str, pa.Table] | None = None
+    data: RunData,
+    seed: int = 0,
+    compare: Mapping[str, pa.Table] | None = None,
+    profile: Mapping[str, Path] | None = None,
 ) -> ReportTables:
     """Every registered table that applies to the run `data` (`compare`: generator name ->
-    predictions, this run's included, for Table 9), and its notes and caveats."""
-    context = Context(data, seed, compare or {})
+    predictions, this run's included, for Table 9; `profile`: run name -> folder, this run's
+    included, of runs of different benchmarks), and its notes and caveats."""
+    context = Context(data, seed, compare or {}, profile or {})
     tables = {
         key: table
         for spec in TABLES

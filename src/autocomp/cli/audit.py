@@ -69,6 +69,28 @@ def _collect(args: argparse.Namespace) -> None:
     print(f"annotations in {args.out} (autocomp report reads them as RUN/human/)")
 
 
+def _labelstudio_export(args: argparse.Namespace) -> None:
+    from autocomp.audit.labelstudio import CONFIG_FILE, TASKS_FILE, export_labelstudio
+
+    counts = export_labelstudio(args.study, args.out, args.force)
+    for name, tasks in counts.items():
+        print(f"{name}: {tasks:,} tasks in {args.out}/{name}/{TASKS_FILE}")
+    print(
+        f"Create one Label Studio project per annotator with {args.out}/{CONFIG_FILE} as its "
+        "labeling interface, import its tasks.json, and when done export it as JSON: autocomp "
+        f"audit labelstudio-import {args.study} --source EXPORTS"
+    )
+
+
+def _labelstudio_import(args: argparse.Namespace) -> None:
+    from autocomp.audit.labelstudio import import_labelstudio
+
+    counts = import_labelstudio(args.study, args.source)
+    for name, answered in counts.items():
+        print(f"{name}: {answered:,} answers read")
+    print(f"answers in {args.study}/answers/; collect them: autocomp audit collect {args.study}")
+
+
 def _judge(args: argparse.Namespace) -> None:
     from autocomp.audit.judge import judge_stage
 
@@ -128,6 +150,21 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "then marks the study incomplete",
     )
     p.set_defaults(run=_collect)
+
+    p = sub.add_parser(
+        "labelstudio-export", help="write the study as Label Studio projects (tasks + config)"
+    )
+    p.add_argument("study", help="the study folder")
+    p.add_argument("--out", required=True, help="folder of the projects to create")
+    p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    p.set_defaults(run=_labelstudio_export)
+
+    p = sub.add_parser(
+        "labelstudio-import", help="read Label Studio's JSON export into the study's answers"
+    )
+    p.add_argument("study", help="the study folder")
+    p.add_argument("--source", required=True, help="Label Studio JSON export(s): file or folder")
+    p.set_defaults(run=_labelstudio_import)
 
     p = sub.add_parser("judge", help="compare two judges' verdicts (RUN/judges/<name>.csv)")
     p.add_argument(

@@ -21,10 +21,14 @@ def summary_lines(report: dict[str, Any], out: str) -> list[str]:
         "paired_concepts",
         "images_decoded",
         "captions_kept_as_written",
+        "groups",
+        "rule",
+        "tie",
+        "aggregate",
     ):
         if key in report:
             lines.append(f"  {key.replace('_', ' ')}: {report[key]}")
-    for key in ("rows_dropped", "samples_dropped"):
+    for key in ("rows_dropped", "samples_dropped", "groups_dropped"):
         for reason, count in (report.get(key) or {}).items():
             lines.append(f"  {key.replace('_', ' ')}: {count} ({reason})")
     for role in ("objects", "attributes", "relations"):
@@ -61,7 +65,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser(
         "import", help="write a benchmark autocomp did not make as a benchmark folder"
     )
-    p.add_argument("format", metavar="FORMAT", help="autocomp-release or sugarcrepe")
+    p.add_argument(
+        "format",
+        metavar="FORMAT",
+        help="autocomp-release, sugarcrepe, or a harness benchmark: winoground, eqben, mmvp-vlm, "
+        "spec, ... (docs/usage/import.md)",
+    )
     p.add_argument("--source", required=True, help="the release's files (docs/usage/import.md)")
     p.add_argument("--out", required=True, help="benchmark folder to write (must not exist)")
     p.add_argument("--images", default=None, help="folder the source's image file names are under")

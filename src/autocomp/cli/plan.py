@@ -1,6 +1,7 @@
 """`autocomp plan`: the capacity plan of a run (autocomp.pipelines.cluster.capacity): per step,
-pods, GPUs, expected GPU-hours with their sources, bytes read and written, peak disk and memory,
-expected wall time and the compiled timeout; then the rates and the run's total storage."""
+the engine that runs its model, pods, GPUs, expected GPU-hours with their sources, bytes read
+and written, peak disk and memory, expected wall time and the compiled timeout; then the rates
+and the run's total storage."""
 
 from __future__ import annotations
 
@@ -61,9 +62,10 @@ def _plan(args: argparse.Namespace) -> None:
             hours = "-"
         sizes = [_size(v) for v in (s.read, s.written, s.disk, s.memory)]
         wall = _hours(s.wall_s) if s.wall_s else "-"
-        rows.append([s.step, str(s.pods), gpus, hours, *sizes, wall, _hours(s.timeout_s)])
-    headers = ["step", "pods", "GPUs per pod", "GPU-hours", "read", "written", "peak disk",
-               "peak memory", "wall (pod)", "timeout"]  # fmt: skip
+        rows.append([s.step, s.engine or "-", str(s.pods), gpus, hours, *sizes, wall,
+                     _hours(s.timeout_s)])  # fmt: skip
+    headers = ["step", "engine", "pods", "GPUs per pod", "GPU-hours", "read", "written",
+               "peak disk", "peak memory", "wall (pod)", "timeout"]  # fmt: skip
     print()
     print(format_table(headers, rows))
     print("\nGPU-hours are A100-equivalent; disk and memory are one pod's peak; read and written "

@@ -4,8 +4,9 @@ Engines (one interface, `Captioner.generate(prompts, seeds) -> replies`):
 - `transformers`: local generation with the registry's model class (batched, left-padded).
   Sampling draws from one torch generator per batch, seeded from the batch's concept seeds, so a
   re-run with the same shards and batch size gives the same replies.
-- `vllm`: the cluster engine (the `vllm` extra, its own image). Every request carries its own
-  seed, so replies do not depend on batching at all.
+- `vllm`: the cluster engine (generation/vllm_engine.py; the `vllm` extra, its own image).
+  Every request carries its own seed, so replies do not depend on batching at all.
+Temperature 0 is greedy decoding in both (the two then write the same captions: the vllm lane).
 
 Protocol (protocol/contextual.py): the paper's prompt; each reply normalised and checked; up to
 `max_attempts` (3) tries per concept, failed concepts retried together; a concept that fails every
@@ -38,6 +39,7 @@ from autocomp.generation.registry import (
     get_generation_model,
     weights_error,
 )
+from autocomp.generation.vllm_engine import VllmCaptioner
 from autocomp.protocol.concepts import check_concept_row
 from autocomp.protocol.contextual import MAX_ATTEMPTS, Messages, build_prompt, check_caption
 from autocomp.protocol.family import load_family
@@ -113,9 +115,7 @@ class TransformersCaptioner:
         with torch.inference_mode():
             out = self.model.generate(
                 **inputs,
-                do_sample=True,
-                temperature=self.settings["temperature"],
-                top_p=self.settings["top_p"],
+                **sampling(self.settings),
                 max_new_tokens=self.settings["max_new_tokens"],
                 pad_token_id=self.tokenizer.pad_token_id,
             )
@@ -123,55 +123,16 @@ class TransformersCaptioner:
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
 
 
+def sampling(settings: dict[str, Any]) -> dict[str, Any]:
+    """transformers' sampling keywords: temperature 0 is greedy decoding, as in vLLM."""
+    if settings["temperature"] == 0:
+        return {"do_sample": False, "temperature": None, "top_p": None}
+    return {"do_sample": True, "temperature": settings["temperature"], "top_p": settings["top_p"]}
+
+
 def batch_seed(seeds: Sequence[int]) -> int:
     digest = hashlib.sha256(",".join(map(str, seeds)).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
-
-
-def vllm_sampling(settings: dict[str, Any], seed: int) -> dict[str, Any]:
-    """Keyword arguments of vllm.SamplingParams for one request."""
-    return {
-        "temperature": settings["temperature"],
-        "top_p": settings["top_p"],
-        "max_tokens": settings["max_new_tokens"],
-        "seed": seed,
-        "n": 1,
-    }
-
-
-def parse_vllm_outputs(outputs: Sequence[Any], expected: int) -> list[str]:
-    """The reply text of each vLLM RequestOutput, in request order."""
-    if len(outputs) != expected:
-        raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {expected} requests")
-    replies = []
-    for out in outputs:
-        completions = getattr(out, "outputs", None) or []
-        replies.append(completions[0].text if completions else "")
-    return replies
-
-
-class VllmCaptioner:
-    """vLLM offline inference (`LLM.chat`), one seeded SamplingParams per request."""
-
-    def __init__(self, entry: GenerationModel, device: str | None = None, **overrides: Any) -> None:
-        try:
-            import vllm
-        except ImportError as exc:
-            raise UsageError(
-                "engine",
-                "vllm",
-                "vLLM is not installed; pip install 'autocomp[vllm]' "
-                "(a GPU image: vLLM pins its own torch) or use --engine transformers",
-            ) from exc
-        self.entry = entry
-        self.settings = {**entry.settings, **overrides}
-        self._vllm = vllm
-        self.llm = vllm.LLM(model=entry.source(), dtype=entry.dtype)
-
-    def generate(self, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[str]:
-        params = [self._vllm.SamplingParams(**vllm_sampling(self.settings, s)) for s in seeds]
-        outputs = self.llm.chat(list(prompts), sampling_params=params, use_tqdm=False)
-        return parse_vllm_outputs(outputs, len(prompts))
 
 
 ENGINE_CLASSES: dict[str, type] = {"transformers": TransformersCaptioner, "vllm": VllmCaptioner}
@@ -291,6 +252,8 @@ def caption_stage(
     record = {
         "captioner": entry.record(config.settings),
         "engine": config.engine,
+        # the vLLM engine's arguments (generation/models.yaml `vllm`) change its numbers too
+        **({"vllm": entry.vllm or {}} if config.engine == "vllm" else {}),
         "seed": config.seed,
         "max_attempts": MAX_ATTEMPTS,
         "fallback": config.fallback,

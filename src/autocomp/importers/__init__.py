@@ -7,6 +7,10 @@ Each format has one module with one function (source, out, images, config) -> re
                       kept as written (words.py), candidate sets rebuilt as our negatives
                       stage builds them
     sugarcrepe        SugarCrepe's JSON files with COCO images (sugarcrepe.py): 1-negative sets
+    winoground, eqben, mmvp-vlm, spec, ...
+                      harness benchmarks (benchmarks.py: a registry of parser, official rule,
+                      tie policy; harness.py writes one row per image of a group of images x
+                      texts, scored by the official rule from the run's score matrix)
 
 The folder is the layout of autocomp.store.publish (data/test-*.parquet with embedded images,
 README.md) plus import_report.json, written atomically (autocomp.importers.output).
@@ -29,10 +33,20 @@ Importer = Callable[[str | Path, str | Path, str | Path | None, ImportConfig], d
 
 def formats() -> dict[str, Importer]:
     """Format name -> importer."""
+    import functools
+
+    from autocomp.importers.benchmarks import HARNESS
+    from autocomp.importers.harness import import_harness
     from autocomp.importers.release import import_release
     from autocomp.importers.sugarcrepe import import_sugarcrepe
 
-    return {"autocomp-release": import_release, "sugarcrepe": import_sugarcrepe}
+    known: dict[str, Importer] = {
+        "autocomp-release": import_release,
+        "sugarcrepe": import_sugarcrepe,
+    }
+    for name, spec in HARNESS.items():
+        known[name] = functools.partial(import_harness, spec)
+    return known
 
 
 def import_benchmark(
@@ -46,7 +60,7 @@ def import_benchmark(
     `publish` writes (data/ parts with the images embedded, README.md, import_report.json).
 
     Args:
-        fmt: `autocomp-release` or `sugarcrepe` (importers.formats()).
+        fmt: `autocomp-release`, `sugarcrepe` or a harness benchmark (importers.formats()).
         source: the other benchmark's files (a folder, a file, a `datasets` folder).
         out: the folder to create; it appears only when complete, and an existing one is
             replaced only with `config.force`.

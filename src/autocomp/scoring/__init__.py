@@ -75,7 +75,8 @@ def load_scorer(
     backend = entry.kind
     if batch_size is not None:
         options[backend.batch_option] = batch_size
-    return backend.scorer_class()(entry, device=device, **options)
+    engine = options.pop("engine", None) or entry.engine  # an override, else the entry's own
+    return backend.scorer_class(engine)(entry, device=device, **options)
 
 
 class LoadFailed(UsageError):

@@ -5,10 +5,12 @@ package outside autocomp adds): the scorer class that implements `autocomp.scori
 ("module:Class", imported only when a model loads), the paper-table row group, the score kinds
 an entry may declare, the keyword `--batch-size` sets, the registry keys an entry needs and may
 carry, whether it scores without an image (`--blind`), with an image at all, with a per-request
-instruction (the VQA judge), whether `autocomp finetune` trains it, and which entry fields name
-the hub repositories the cluster warm-up prefetches. The registry (scoring/registry.py), the
-score checks, the report's paper tables, the warm-up, `autocomp models`, fine-tuning and the VQA
-judge ask these fields; nothing compares a backend's name.
+instruction (the VQA judge), whether `autocomp finetune` trains it, which entry fields name
+the hub repositories the cluster warm-up prefetches, and which engines can run its models
+(`engines`: a registry entry's `engine:` picks one; the scores are the same, the speed is
+not). The registry (scoring/registry.py), the score checks, the report's paper tables, the
+warm-up, `autocomp models`, fine-tuning and the VQA judge ask these fields; nothing compares a
+backend's name.
 
 Backends are found in two places, in the manner of lm-evaluation-harness's `register_model`:
 `SHIPPED` (autocomp's own), and the Python entry-point group `autocomp.scoring_backends`, whose
@@ -65,9 +67,12 @@ class ScoringBackend:
     images: bool = True  # scores a caption against an image (False: --blind only)
     blind: bool = False  # scores a caption without an image (--blind likelihood / choice)
     prompts: bool = False  # follows ScoreRequest.prompt (may serve as the VQA judge)
+    text_similarity: bool = False  # its scorer has text_similarities (a text embedding)
     finetune: bool = False  # `autocomp finetune` trains its models
     hub_ids: tuple[str, ...] = ("weights",)  # entry fields naming a hub repository to prefetch
     weights_label: str = "{weights}"  # how `autocomp models` shows an entry's weights
+    default_engine: str = ""  # the name of the engine `scorer` is ("": the backend has one)
+    engines: tuple[tuple[str, str], ...] = ()  # other engines: (name, "module:Class") pairs
 
     @property
     def required(self) -> frozenset[str]:
@@ -79,15 +84,30 @@ class ScoringBackend:
         """Every key an entry of this backend may have besides the required ones."""
         return SHARED_OPTIONAL_KEYS | self.optional
 
-    def scorer_class(self) -> type:
-        """Import the scorer class (heavy imports happen only here)."""
-        module, _, cls = self.scorer.partition(":")
+    @property
+    def engine_names(self) -> tuple[str, ...]:
+        """The engines an entry may name (`engine:`), the default first; () if only one."""
+        return (self.default_engine, *dict(self.engines)) if self.engines else ()
+
+    def scorer_class(self, engine: str | None = None) -> type:
+        """Import the scorer class of `engine` (None: the default one; heavy imports happen
+        only here)."""
+        path = self.scorer
+        if engine and engine != self.default_engine:
+            if engine not in dict(self.engines):
+                raise UsageError(
+                    f"backend {self.name}: engine",
+                    engine,
+                    f"must be one of {', '.join(self.engine_names) or self.default_engine}",
+                )
+            path = dict(self.engines)[engine]
+        module, _, cls = path.partition(":")
         try:
             return getattr(importlib.import_module(module), cls)
         except (ImportError, AttributeError) as exc:
             raise UsageError(
                 f"backend {self.name}",
-                self.scorer,
+                path,
                 f"cannot be imported ({_one_line(exc)}); install the package that provides it",
             ) from exc
 
@@ -128,6 +148,7 @@ SHIPPED: dict[str, ScoringBackend] = {
             batch_option="text_batch",
             keys=frozenset({"architecture", "preprocess"}),
             finetune=True,
+            text_similarity=True,
             hub_ids=("hf_hub",),  # `weights` is a tag of open_clip's table, not a repository
             weights_label="{architecture} / {weights}",
         ),
@@ -138,8 +159,11 @@ SHIPPED: dict[str, ScoringBackend] = {
             scores=("loglik",),
             batch_option="chunk_size",
             keys=frozenset({"model_class"}),
+            optional=frozenset({"engine", "max_model_len"}),
             blind=True,
             prompts=True,
+            default_engine="transformers",  # the shared-prefix path (scoring/generative.py)
+            engines=(("vllm", "autocomp.scoring.vllm_engine:VllmScorer"),),
         ),
     )
 }

@@ -61,6 +61,35 @@ def check_mode(entry: ModelEntry, config: ScoreConfig) -> None:
         )  # fmt: skip
 
 
+def check_prompts(entry: ModelEntry, source: Benchmark) -> None:
+    """A benchmark whose rows ask questions (a VQA benchmark: NaturalBench) is scored only by a
+    backend that follows a per-request instruction (the transformers VLMs); any other would
+    score the answer options against the image without the question."""
+    if entry.kind.prompts or "prompt" not in source.schema.names:
+        return
+    if not pc.count(source.read(["prompt"], verify=False)["prompt"]).as_py():  # a glance
+        return
+    raise UsageError(
+        "models", entry.name, f"cannot answer {source.path}'s questions (a VQA benchmark: each "
+        f"row asks one); its backend {entry.backend} scores captions only: score it with a "
+        "generative VLM (backend transformers_vlm)",
+    )  # fmt: skip
+
+
+def check_text_rows(entry: ModelEntry, source: Benchmark) -> None:
+    """A benchmark of text-only rows (SugarCrepe++'s TOT: texts scored against a text) is
+    scored only by a backend with a text embedding (`ScoringBackend.text_similarity`)."""
+    if entry.kind.text_similarity or "query_text" not in source.schema.names:
+        return
+    if not pc.count(source.read(["query_text"], verify=False)["query_text"]).as_py():
+        return
+    raise UsageError(
+        "models", entry.name, f"cannot score {source.path}'s text-only rows (text against "
+        f"text); its backend {entry.backend} has no text embedding: score them with an "
+        "open_clip model",
+    )  # fmt: skip
+
+
 def check_out(out: Path) -> None:
     """The output folder can hold model folders."""
     if out.exists() and not out.is_dir():
@@ -83,6 +112,13 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
     benchmark, schema = source.path, source.schema
     hint = "give a benchmark table (autocomp negatives)"
     require_columns(benchmark, schema, REQUIRED, hint, option="benchmark")
+    harness = source.metadata.get("harness")  # importers/harness.py: groups of images x texts
+    if harness and config.blind:
+        raise UsageError(
+            "blind", config.blind, f"{benchmark} is the harness benchmark {harness}, whose rule "
+            "compares each text's scores across a group's images: a score without the image "
+            "gives every image the same; score it without --blind"
+        )  # fmt: skip
     if not config.blind:
         if "image" not in schema.names:
             raise UsageError(

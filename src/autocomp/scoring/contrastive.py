@@ -265,6 +265,21 @@ class OpenClipScorer(Scorer):
             return self.model.encode_text(tokens)
         return _encode_text_prefix(self.model, tokens)
 
+    def text_similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """The cosine of the text features of each (query, text) pair, each distinct text
+        encoded once (SugarCrepe++'s text-only task compares its captions so, for every
+        model: VLMs/test_Variants_CLIP.py:76-78)."""
+        if not pairs:
+            return []
+        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
+        feats = self._encode_texts(texts)
+        row = {t: i for i, t in enumerate(texts)}
+        import torch
+
+        left = torch.tensor([row[a] for a, _ in pairs], dtype=torch.long)
+        right = torch.tensor([row[b] for _, b in pairs], dtype=torch.long)
+        return (feats[left] * feats[right]).sum(-1).tolist()
+
     def score(self, requests: Sequence[ScoreRequest], images: Mapping[str, Any]) -> list[float]:
         """Cosine or sigmoid score per request; each distinct image and caption encoded once."""
         if not requests:

@@ -44,6 +44,26 @@ BLIND_PROMPT = "Write one sentence describing a picture."
 CAPTION_TOKENS = 1_000_000  # captions whose token ids a scorer keeps before it starts over
 
 
+def chat_text(processor: Any, with_image: bool, prompt: str) -> str:
+    """The prefix as chat text: the user turn (the image placeholder, unexpanded, and the
+    instruction `prompt`), then the assistant turn's opening. Every engine scores captions
+    after this prefix."""
+    content: list[dict[str, str]] = [{"type": "image"}] if with_image else []
+    content.append({"type": "text", "text": prompt})
+    messages = [{"role": "user", "content": content}]
+    return str(processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+
+
+def caption_ids(tokenizer: Any, texts: list[str]) -> list[list[int]]:
+    """Each caption's token ids, tokenised on its own (no special tokens): the prefix/caption
+    boundary every engine scores at."""
+    ids = tokenizer(texts, add_special_tokens=False).input_ids
+    for text, caption in zip(texts, ids):
+        if not caption:
+            raise ValueError(f"caption {text!r} has no tokens")
+    return [list(caption) for caption in ids]
+
+
 def _is_oom(exc: BaseException) -> bool:
     return "out of memory" in str(exc).lower()
 
@@ -120,15 +140,8 @@ class VlmScorer(Scorer):
     # ------------------------------------------------------------------ inputs
 
     def _prefix_inputs(self, image: Any, prompt: str | None = None) -> dict[str, Any]:
-        content: list[dict[str, str]] = []
-        if image is not None:
-            content.append({"type": "image"})
         default = self.prompt if image is not None else BLIND_PROMPT
-        content.append({"type": "text", "text": prompt or default})
-        messages = [{"role": "user", "content": content}]
-        text = self.processor.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False
-        )
+        text = chat_text(self.processor, image is not None, prompt or default)
         kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
         if image is not None:
             kwargs["images"] = [image]
@@ -149,10 +162,8 @@ class VlmScorer(Scorer):
         known = self.caption_tokens
         todo = [t for t in dict.fromkeys(texts) if t not in known]
         if todo:
-            ids = self.processor.tokenizer(todo, add_special_tokens=False).input_ids
-            for text, caption in zip(todo, ids):
-                if not caption:
-                    raise ValueError(f"caption {text!r} has no tokens")
+            # a text-only model's processor is its tokenizer (a blind language-model baseline)
+            ids = caption_ids(getattr(self.processor, "tokenizer", self.processor), todo)
             if len(known) + len(todo) > CAPTION_TOKENS:
                 known.clear()
             known.update(zip(todo, ids))

@@ -47,6 +47,8 @@ class Item:
     candidates: list[str]  # positive first, then confusion, then the N=1 sanity sets
     sets: dict[str, list[int]]  # set name -> candidate indices of its negatives
     same_scene: set[int]
+    prompt: str | None = None  # the question the row asks (a VQA benchmark's), else none
+    query_text: str | None = None  # a text-only row: its candidates are scored against this
 
 
 def item_from_row(row: dict[str, Any], index: int) -> Item:
@@ -72,6 +74,8 @@ def item_from_row(row: dict[str, Any], index: int) -> Item:
         candidates=candidates,
         sets={k: v for k, v in sets.items() if v},
         same_scene=same,
+        prompt=row.get("prompt"),
+        query_text=row.get("query_text"),
     )
 
 

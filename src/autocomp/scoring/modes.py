@@ -89,13 +89,13 @@ def native_chunk(
             for score_type in score_types:
                 prediction_rows += predictions_for(model, item, None, str(exc), False, score_type)
     requests = [
-        ScoreRequest(None if blind else item.sample_id, text)
+        ScoreRequest(None if blind else item.sample_id, text, item.prompt)
         for item in ready
         for text in item.candidates
     ]
     texts = [r.text for r in requests]
     scorer = get_scorer() if requests else None
-    flat = scorer.score(requests, images) if scorer else []
+    flat = _scores(scorer, requests, images, ready) if scorer else []
     cut = scorer.truncated(texts) if scorer else []
     tokens = _token_counts(scorer, texts) if scorer and "per_token" in score_types else []
     score_rows: list[dict[str, Any]] = []
@@ -113,6 +113,22 @@ def native_chunk(
             per_token = [s / t for s, t in zip(scores, counts)]  # type: ignore[operator]
             prediction_rows += predictions_for(model, item, per_token, "", truncated, "per_token")
     return score_rows, prediction_rows
+
+
+def _scores(
+    scorer: Scorer, requests: list[ScoreRequest], images: dict[str, Any], ready: list[Item]
+) -> list[float]:
+    """The scores of `requests` in order: image rows by `score`, text-only rows (an item with
+    a query text) by the scorer's `text_similarities` (checks.check_text_rows let only a
+    backend with one score them)."""
+    if not any(item.query_text for item in ready):
+        return scorer.score(requests, images)
+    queries = [item.query_text for item in ready for _ in item.candidates]
+    pairs = [(q, r.text) for q, r in zip(queries, requests) if q is not None]
+    image_rows = [r for q, r in zip(queries, requests) if q is None]
+    similar = iter(scorer.text_similarities(pairs))  # type: ignore[attr-defined]
+    scored = iter(scorer.score(image_rows, images) if image_rows else [])
+    return [next(similar) if q is not None else next(scored) for q in queries]
 
 
 def _token_counts(scorer: Scorer, texts: list[str]) -> list[int]:

@@ -31,7 +31,8 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "title": str, "weights": str, "dtype": str, "gpus": int,
     "gpu_memory_gb": (int, float), "trust_remote_code": bool, "allow_remote_code": bool,
     "architecture": str, "model_class": str, "preprocess": dict, "prompt": str,
-    "base_model": str, "revision": str, "params_b": (int, float),
+    "base_model": str, "revision": str, "params_b": (int, float), "engine": str,
+    "max_model_len": int,
 }  # fmt: skip
 
 
@@ -59,6 +60,7 @@ class ModelEntry:
     base_model: str | None = None  # hard-negative fine-tunes: the model they started from
     revision: str | None = None  # a hub commit to load (pinned weights); None: the main branch
     params_b: float | None = None  # billions of parameters (the multi-GPU placement planner)
+    engine: str | None = None  # which of its backend's engines scores it (None: the default)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -120,6 +122,10 @@ def _entry(path: str, i: int, item: dict[str, Any]) -> ModelEntry:
     for key, kind in _TYPES.items():
         if key in item:
             check_type(where, key, item[key], kind)
+    if "engine" in item and item["engine"] not in backend.engine_names:
+        raise UsageError(
+            f"{where}: engine", item["engine"], f"must be one of {', '.join(backend.engine_names)}"
+        )
     check_component(f"{where}: name", item["name"])  # <out>/<name>/ is its folder
     fields = {k: v for k, v in item.items() if k in ModelEntry.__dataclass_fields__}
     return ModelEntry(**fields, raw=dict(item))
@@ -172,5 +178,6 @@ def get_model(name: str, path: str | Path | None = None) -> ModelEntry:
 
 
 def backend_class(entry: ModelEntry) -> type:
-    """Import the scorer class of an entry's backend (heavy imports happen only here)."""
-    return entry.kind.scorer_class()
+    """Import the scorer class of an entry's backend and engine (heavy imports happen only
+    here)."""
+    return entry.kind.scorer_class(entry.engine)

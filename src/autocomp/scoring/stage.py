@@ -33,6 +33,8 @@ from autocomp.scoring.checks import (
     check_images,
     check_mode,
     check_out,
+    check_prompts,
+    check_text_rows,
 )
 from autocomp.scoring.modes import run_record, score_parts
 from autocomp.scoring.ranges import ranged_key, score_range
@@ -119,6 +121,9 @@ def score(
     with output_folder(out):  # a call that fails before its first result leaves nothing
         source = opened(found, out)  # a published name fetched into out/benchmark/<name>
         check_benchmark(source, config)
+        for entry in entries:
+            check_prompts(entry, source)
+            check_text_rows(entry, source)
         runs = [(entry, ScoreRun(out / entry.name, "out"), run_record(entry, source, config))
                 for entry in entries]  # fmt: skip
         ranged = functools.partial(ranged_key, config=config) if config.part_range else None

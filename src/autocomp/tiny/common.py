@@ -40,9 +40,10 @@ CHAT_TEMPLATE = (
 )
 
 
-def byte_level_tokenizer(specials: list[str]) -> Any:
-    """A byte-level BPE tokenizer with no merges (every byte one token) and the given specials
-    (a Qwen2Tokenizer, typed Any: its convert_tokens_to_ids(str) is typed int | list[int])."""
+def byte_level_tokenizer(specials: list[str], merges: tuple[tuple[str, str], ...] = ()) -> Any:
+    """A byte-level BPE tokenizer, every byte one token but for `merges` (pairs of byte-level
+    symbols, e.g. ("Ċ", "Ċ") for two newlines), and the given specials (a
+    Qwen2Tokenizer, typed Any: its convert_tokens_to_ids(str) is typed int | list[int])."""
     from transformers import Qwen2Tokenizer
 
     printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
@@ -52,9 +53,11 @@ def byte_level_tokenizer(specials: list[str]) -> Any:
             chars.append(256 + extra)
             extra += 1
     vocab = {chr(c): i for i, c in enumerate(chars)}
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
     tokenizer = Qwen2Tokenizer(
         # transformers types unk_token as str; a byte-level vocabulary has no unknown token
-        vocab=vocab, merges=[], unk_token=None, bos_token=None,  # type: ignore[arg-type]
+        vocab=vocab, merges=list(merges), unk_token=None, bos_token=None,  # type: ignore[arg-type]
         eos_token="<|endoftext|>", pad_token="<|endoftext|>",
     )  # fmt: skip
     tokenizer.add_special_tokens({"additional_special_tokens": specials})

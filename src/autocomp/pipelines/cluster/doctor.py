@@ -568,6 +568,39 @@ def check_room(report: Report, packages: Packages, store: str | None,
     report.line("PASS" if "room" in said else "SKIP", "capacity", said)
 
 
+def step_engines(docs: list[dict[str, Any]], engines: dict[str, str]) -> list[str]:
+    """`step engine` for each executor of a compiled package that runs a model: the engines
+    `autocomp plan` names (capacity.py; `engines`: plan step -> engine), the caption step's
+    from the package's own `caption_engine` default, with the image it runs in."""
+    root = docs[0].get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    caption = root.get("caption_engine", {}).get("defaultValue")
+    executors = docs[0].get("deploymentSpec", {}).get("executors", {})
+    found = []
+    for label, executor in sorted(executors.items()):
+        step = re.sub(r"-\d+$", "", label.removeprefix("exec-"))
+        plan_step = next((c for c in (step, step.replace("-", "_"), f"finetune_{step}")
+                          if c in engines), None)  # fmt: skip
+        engine = caption if step == "caption" and caption else engines.get(plan_step or "")
+        if not engine:
+            continue
+        image = executor.get("container", {}).get("image", "")
+        kind = re.search(r"autocomp-([a-z]+)", image)
+        found.append(f"{step} {engine}" + (f" (image {kind[1]})" if kind else ""))
+    return found
+
+
+def check_engines(report: Report, packages: Packages, models: list[str]) -> None:
+    """One line per package: the engine of each step that runs a model."""
+    from autocomp.pipelines.cluster import capacity
+
+    made = capacity.plan(capacity.DESIGN_PROFILE, models=models or ["all"])
+    engines = {s.step: s.engine for s in made.steps if s.engine}
+    for pipeline, (_, docs) in packages.items():
+        steps = step_engines(docs, engines)
+        if steps:
+            report.line("INFO", f"engines {pipeline}", ", ".join(steps))
+
+
 def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list[str],
            store_capacity: str | None = None) -> bool:  # fmt: skip
     """Run every check, print one line each; True when nothing failed. The models are checked
@@ -583,6 +616,7 @@ def doctor(endpoint: Endpoint, store: str | None, dist: str | Path, models: list
     check_kfp(report, endpoint, packages)
     check_cluster(report, endpoint.namespace or "kubeflow", packages, models, store)
     check_room(report, packages, store, store_capacity)
+    check_engines(report, packages, models)
     print(
         "doctor: " + (f"{report.failed} check(s) failed" if report.failed else "all checks passed")
     )

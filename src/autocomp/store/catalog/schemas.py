@@ -189,6 +189,37 @@ SUGARCREPE_SCHEMA = pa.schema(
 )
 """A SugarCrepe import's benchmark rows (importers/sugarcrepe.py), without the image column."""
 
+HARNESS_FIELDS = [
+    ("benchmark", pa.string()),  # the imported benchmark: winoground, eqben, mmvp-vlm, spec, ...
+    ("subset", pa.string()),  # its subset / category / relation (the rule aggregates over it)
+    ("group_id", pa.string()),  # the group of images x texts the rule judges together
+    ("image_index", pa.int32()),  # this row's image: its row of the group's matrix
+    ("group_images", pa.int32()),  # how many images (rows) the group has
+    ("query", pa.string()),  # image | text | both: which side queries (scoring/rules.py)
+    ("texts", pa.list_(pa.string())),  # the group's texts, in group order (= candidate order)
+    ("true_texts", pa.list_(pa.int32())),  # indices of the texts true for this image
+    ("image_ref", pa.string()),  # the release's name for the image
+    ("meta", pa.string()),  # JSON object: the release's own fields kept (tags, ids)
+    ("prompt", pa.string()),  # the question this row asks (VQA: NaturalBench), else null
+    ("query_text", pa.string()),  # a text-only row: the text scored against the texts, else null
+]
+"""The harness columns of an imported benchmark's rows (importers/harness.py): one row per image
+of a group, whose candidates (caption, then confusion_negatives) are the group's texts in order, so
+a run's scores of row k are row k of the group's score matrix S[image][text]."""
+HARNESS_SCHEMA = pa.schema(
+    [
+        ("concept_id", pa.string()),  # <benchmark>-<subset>-<group id>: the unit of intervals
+        ("sample_id", pa.string()),  # <concept_id>/image-<k>
+        ("family", pa.string()),  # <benchmark>-<subset>
+        ("n", pa.int8()),  # 0: no Auto-Comp object count
+        ("condition", pa.string()),  # contextual
+        ("paired", pa.bool_()),
+        *HARNESS_FIELDS,
+        *BENCHMARK_FIELDS,  # caption = texts[0], confusion_negatives = texts[1:]
+    ]
+)
+"""An imported harness benchmark's rows (importers/harness.py), without the image column."""
+
 # ----------------------------------------------------------------------------- studies, fine-tuning
 
 AUDIT_KEY_SCHEMA = pa.schema(

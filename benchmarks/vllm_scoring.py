@@ -1,0 +1,150 @@
+"""vLLM scoring against the transformers shared-prefix path, side by side in one run.
+
+Run with the `vllm` environment's python (`make vllm-env`): vLLM pins its own torch. Paths,
+each scoring the same requests (`--prefixes` prompts of about `--prefix-tokens` tokens each, the
+image's share of a real prefix stood in for by text: vLLM's multimodal models need torchvision,
+which this machine cannot install beside vLLM's CPU torch; each prompt with the `--captions`
+candidates of a Color N=3 item, real captions that share their first words):
+- vllm exact (autocomp): autocomp.scoring.vllm_engine with the prefix cache read and checked:
+  each prefix once (warm), the candidates from the cached blocks on, a candidate whose cached
+  span reached its caption rescored without the cache (counted);
+- vllm no prefix cache: the same engine with prefix caching off, vLLM's default for requests
+  that ask for prompt log-probs: every candidate recomputes its whole prefix;
+- transformers shared prefix: autocomp.scoring.generative (the prefix once per prompt, each
+  chunk of candidates attending to its cache through the split attention).
+The paths run interleaved (each repeat runs each in turn), medians printed with the machine's
+load; every path's max |diff| from the transformers path and whether each prompt's best caption
+is the same; the engines' start-up is printed apart. A text-only Qwen2 (autocomp.tiny's,
+widened to `--hidden` x `--layers`; head_dim 64: vLLM's CPU attention needs it), random
+weights, float32; on a CPU, or on a GPU from benchmarks/gpu.sh with VLLM_PYTHON set (a small
+model there: the engines' overheads more than a large model's throughput). `--block-size` sets
+vLLM's cache block (default: the engine's, 128 tokens).
+
+Usage: python benchmarks/vllm_scoring.py [--prefixes 4] [--prefix-tokens 600] [--captions 64]
+       [--repeats 3] [--block-size N] [--chunk 256] [--hidden 512 --layers 4] [--device cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("AUTOCOMP_CACHE", tempfile.mkdtemp(prefix="autocomp-tiny-"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from autocomp.scoring import ScoreRequest, load_scorer  # noqa: E402
+from autocomp.scoring.registry import ModelEntry  # noqa: E402
+from common import cpu_model, interleave, load_text, require  # noqa: E402
+from scoring_throughput import color_items  # noqa: E402
+
+TEXT_MODEL = {
+    "name": "tiny-qwen2-text-vllm", "title": "Tiny Qwen2 text (random weights)",
+    "backend": "transformers_vlm", "score": "loglik", "model_class": "Qwen2ForCausalLM",
+    "weights": "tiny", "tiny_config": "qwen2_text_vllm", "dtype": "float32", "gpus": 0,
+    "gpu_memory_gb": 0, "trust_remote_code": False,
+}  # fmt: skip
+
+
+def _entry(hidden: int, layers: int) -> ModelEntry:
+    """The tiny text Qwen2, widened to `hidden` (head_dim 64) x `layers` under a name of its
+    own (so that compute, not the engines' per-request overhead, is what is timed)."""
+    from autocomp.tiny import scoring
+
+    config = f"qwen2_text_{hidden}x{layers}"
+    sizes = (hidden, hidden // 64, max(1, hidden // 128))
+    scoring.VLM_BUILDERS[config] = functools.partial(
+        scoring._build_qwen2_text, sizes=sizes, layers=layers
+    )
+    raw = {**TEXT_MODEL, "name": f"tiny-qwen2-text-{hidden}x{layers}", "tiny_config": config}
+    fields = {k: v for k, v in raw.items() if k in ModelEntry.__dataclass_fields__}
+    return ModelEntry(**fields, raw=raw)
+
+
+def requests_for(prefixes: int, prefix_tokens: int, captions: int) -> list[ScoreRequest]:
+    """Per prompt the first `captions` candidates of a Color N=3 item; the prompts differ in
+    their first words (no prefix shared across them) and are about `prefix_tokens` long (the
+    byte-level tokenizer: one token a character)."""
+    items = color_items(prefixes, 3)
+    out = []
+    for i, item in enumerate(items):
+        head = f"Picture {i}: "
+        prompt = head + ("a photo of coloured objects. " * prefix_tokens)[: prefix_tokens - 40]
+        out += [ScoreRequest(None, text, prompt) for text in item[:captions]]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefixes", type=int, default=4)
+    parser.add_argument("--prefix-tokens", type=int, default=600)
+    parser.add_argument("--captions", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--block-size", type=int, default=None)
+    parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=512, help="width (head_dim 64)")
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--device", default=None, help="the transformers path's (default: auto)")
+    args = parser.parse_args(argv)
+    import vllm
+
+    requests = requests_for(args.prefixes, args.prefix_tokens, args.captions)
+    entry = _entry(args.hidden, args.layers)
+    started = {}
+    scorers = {}
+    for name, options in (
+        ("vllm exact (autocomp)", {"engine": "vllm", "block_size": args.block_size}),
+        ("vllm no prefix cache", {"engine": "vllm", "naive": True}),
+        ("transformers shared prefix", {"engine": "transformers"}),
+    ):
+        t0 = time.perf_counter()
+        scorers[name] = load_scorer(entry, device=args.device, batch_size=args.chunk, **options)
+        started[name] = time.perf_counter() - t0
+    exact = scorers["vllm exact (autocomp)"]
+    length = len(exact._group(None, requests[0].prompt, [requests[0].text]).expanded)
+    tokens = sum(exact.token_counts([r.text for r in requests]))
+    print(
+        f"vLLM {vllm.__version__} on {cpu_model()}; {args.prefixes} prompts of {length} "
+        f"tokens, {args.captions} captions each ({tokens / len(requests):.1f} tokens on "
+        f"average), block size {exact.block_size}; float32, text Qwen2 {args.hidden} x "
+        f"{args.layers} layers (head_dim 64), random weights"
+    )
+    require(len(requests) == args.prefixes * args.captions, "requests per prompt")
+    paths = {name: (lambda s=s: s.score(requests, {})) for name, s in scorers.items()}
+    before = dict(exact.calls)
+    runs = interleave(paths, args.repeats)
+    reference = runs["transformers shared prefix"].result
+    print(
+        f"{'path':30} {'median s':>9} {'vs transformers':>16} {'max |diff|':>11} "
+        f"{'same best':>9} {'start-up s':>10}"
+    )
+    for name, run in runs.items():
+        got = run.result
+        diff = max(abs(a - b) for a, b in zip(got, reference))
+        same = all(
+            max(range(i, i + args.captions), key=lambda k: got[k])
+            == max(range(i, i + args.captions), key=lambda k: reference[k])
+            for i in range(0, len(requests), args.captions)
+        )
+        ratio = runs["transformers shared prefix"].median / run.median
+        print(
+            f"{name:30} {run.median:9.2f} {ratio:15.2f}x {diff:11.2e} {str(same):>9} "
+            f"{started[name]:10.1f}"
+        )
+    done = {k: exact.calls[k] - before[k] for k in exact.calls}
+    print(
+        f"vllm exact, per repeat: {done['prefix_forwards'] // args.repeats} warm prefixes, "
+        f"{done['candidate_forwards'] // args.repeats} candidates, "
+        f"{done['rescored'] // args.repeats} rescored without the cache"
+    )
+    print(load_text(runs))
+
+
+if __name__ == "__main__":
+    main()
