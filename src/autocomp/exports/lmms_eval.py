@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from autocomp.exports.questions import Question, slug
 from autocomp.scoring.choice import ids
-from autocomp.store.catalog.schemas import IMAGE_TYPE
+from autocomp.store.catalog.schemas import LMMS_EVAL_SCHEMA
 from autocomp.store.publish import hf_schema
 
 MC_PROMPT = "Describe this image in one sentence."  # the likelihood task's context
@@ -43,16 +43,6 @@ GEN_PROMPT = (
     "Which caption describes the image? The captions, each after an ID in parentheses:\n"
     "{options}\nReply with the ID of the caption in parentheses and nothing else."
 )
-SCHEMA = pa.schema(
-    [
-        ("question_id", pa.string()), ("sample_id", pa.string()), ("concept_id", pa.string()),
-        ("family", pa.string()), ("n", pa.int32()), ("condition", pa.string()),
-        ("set", pa.string()), ("prompt", pa.string()), ("question", pa.string()),
-        ("options", pa.list_(pa.string())), ("ids", pa.list_(pa.string())),
-        ("candidates", pa.list_(pa.int32())), ("answer", pa.int32()), ("answer_id", pa.string()),
-        ("image", IMAGE_TYPE),
-    ]
-)  # fmt: skip
 
 UTILS = '''"""lmms-eval functions of the Auto-Comp task pack (`autocomp export lmms-eval`).
 Code only: every caption, prompt and ID comes from the dataset's rows."""
@@ -206,10 +196,10 @@ def write(
     tasks = []
     for family, group in sorted(families.items()):
         name = slug(family)
-        table = pa.Table.from_pylist([_row(q) for q in group], SCHEMA)
+        table = pa.Table.from_pylist([_row(q) for q in group], LMMS_EVAL_SCHEMA)
         path = tmp / "data" / name / "test-00000-of-00001.parquet"
         path.parent.mkdir(parents=True)
-        pq.write_table(table.replace_schema_metadata(hf_schema(SCHEMA).metadata), path)
+        pq.write_table(table.replace_schema_metadata(hf_schema(LMMS_EVAL_SCHEMA).metadata), path)
         for variant in ("mc", "gen"):
             task = f"autocomp_{name}_{variant}"
             dataset = final.resolve() / "data" / name

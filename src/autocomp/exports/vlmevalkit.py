@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from autocomp.exports.questions import Question
+from autocomp.store.catalog.schemas import VLMEVALKIT_KEY_SCHEMA
 
 DATASET = "AutoComp"  # $LMUData/AutoComp.tsv: `--data AutoComp`
 CIRCULAR = f"{DATASET}_circular"
@@ -42,14 +43,6 @@ KEY = f"{DATASET}_key.parquet"
 LETTERS = string.ascii_uppercase  # build_prompt's option columns
 ROTATION = 1_000_000  # circular copies: index = rotation * ROTATION + index (mcq_circular_eval)
 QUESTION = "Which caption describes the image?"
-KEY_SCHEMA = pa.schema(
-    [
-        ("index", pa.int64()), ("g_index", pa.int64()), ("dataset", pa.string()),
-        ("sample_id", pa.string()), ("family", pa.string()), ("n", pa.int8()),
-        ("condition", pa.string()), ("set", pa.string()), ("answer", pa.string()),
-        ("letters", pa.string()), ("candidates", pa.list_(pa.int32())),
-    ]
-)  # fmt: skip
 
 
 def rotated(q: Question, r: int) -> tuple[list[str], list[int], int]:
@@ -95,7 +88,7 @@ def write(
             key.append(_key(q, index, q.number, CIRCULAR, candidates, answer))
     _write_tsv(tmp / f"{DATASET}.tsv", plain)
     _write_tsv(tmp / f"{CIRCULAR}.tsv", circular, extra=("g_index",))
-    pq.write_table(pa.Table.from_pylist(key, KEY_SCHEMA), tmp / KEY)
+    pq.write_table(pa.Table.from_pylist(key, VLMEVALKIT_KEY_SCHEMA), tmp / KEY)
     return {
         "datasets": [DATASET, CIRCULAR],
         "questions": len(questions),

@@ -23,10 +23,11 @@ import pyarrow.parquet as pq
 
 from autocomp import __version__
 from autocomp.errors import UsageError
-from autocomp.exports.vlmevalkit import CIRCULAR, KEY_SCHEMA
+from autocomp.exports.vlmevalkit import CIRCULAR
 from autocomp.scoring.choice import options_text
 from autocomp.store.atomic import write_json
 from autocomp.store.catalog.runs import SCORE_FORMAT, ScoreRun
+from autocomp.store.catalog.schemas import VLMEVALKIT_KEY_SCHEMA
 from autocomp.store.tables import provenance
 
 REJECTED = (
@@ -119,7 +120,7 @@ def _key(path: Path, dataset: str) -> dict[int, dict[str, Any]]:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
         raise UsageError("key", str(path), f"is not readable ({exc})") from None
-    if table.schema.remove_metadata() != KEY_SCHEMA:
+    if table.schema.remove_metadata() != VLMEVALKIT_KEY_SCHEMA:
         raise UsageError(
             "key", str(path), "is not an AutoComp_key.parquet of `autocomp export vlmevalkit`"
         )
