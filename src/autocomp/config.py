@@ -119,6 +119,25 @@ class ImportConfig:
 
 
 @dataclass(frozen=True)
+class ExportConfig:
+    """`export`: a benchmark as another harness's files (autocomp.exports). One question per
+    item and candidate set in `sets` (paper protocol: every negative; a set an item lacks, such
+    as the N=1 sanity sets at N>1, is skipped); `negatives`: shown negatives per question at
+    most, a seeded draw as the blind choice test draws them (scoring/choice.py), None = every
+    one the harness can show (VLMEvalKit's options are the letters A..Z); `seed`: that draw and
+    the option order, recorded in every export; `images`: the folder a benchmark's image paths
+    are under (published benchmarks embed theirs); `limit`: the first N rows; `force`: replace
+    an existing output folder."""
+
+    sets: tuple[str, ...] = ("swap", "confusion", "vary_attribute", "vary_object")
+    negatives: int | None = None
+    seed: int = 0
+    images: str | None = None
+    limit: int | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True)
 class ScoreConfig:
     """`score`: models on one benchmark (a table, a folder of parts or a published name).
 

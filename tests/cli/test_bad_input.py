@@ -444,6 +444,18 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("import-sugar-escape", ["import", "sugarcrepe", "--source", V + "/sugar_escape.json", "--out", "{out}", "--images", V + "/images"], ["--images", "passwd", "refused"]),
     ("import-sugar-image-missing", ["import", "sugarcrepe", "--source", V + "/sugar_missing.json", "--out", "{out}", "--images", V + "/images"], ["nope.jpg", "--skip-missing"]),
     ("import-sugar-source-missing", ["import", "sugarcrepe", "--source", V + "/nowhere", "--out", "{out}", "--images", V + "/images"], ["--source", "nowhere"]),
+    # ------------------------------------------------------------------ export
+    ("export-harness", ["export", "lm-eval", "--benchmark", V + "/bench_images.parquet", "--out", "{out}"], ["HARNESS", "lm-eval"]),
+    ("export-bench-missing", ["export", "vlmevalkit", "--benchmark", V + "/none.parquet", "--out", "{out}"], ["--benchmark", "none.parquet"]),
+    ("export-bench-text", ["export", "vlmevalkit", "--benchmark", V + "/text.parquet", "--out", "{out}"], ["--benchmark", "text.parquet"]),
+    ("export-bench-concepts", ["export", "lmms-eval", "--benchmark", V + "/concepts.parquet", "--out", "{out}"], ["--benchmark", "missing column"]),
+    ("export-no-images", ["export", "clip-benchmark", "--benchmark", V + "/bench_images.parquet", "--out", "{out}"], ["--images", "folder"]),
+    ("export-sets", ["export", "lmms-eval", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--sets", "swap,all", "--out", "{out}"], ["--sets", "all"]),
+    ("export-negatives", ["export", "vlmevalkit", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--negatives", "26", "--out", "{out}"], ["--negatives", "25"]),
+    ("export-limit", ["export", "vlmevalkit", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--limit", "0", "--out", "{out}"], ["--limit", "at least 1"]),
+    ("export-out-exists", ["export", "vlmevalkit", "--benchmark", V + "/bench_images.parquet", "--images", V + "/images", "--out", V], ["--out", "--force"]),
+    ("import-vlmevalkit-no-key", ["import", "vlmevalkit-results", "--source", V + "/notes.txt", "--out", "{out}"], ["--key", "AutoComp_key"]),
+    ("import-vlmevalkit-source", ["import", "vlmevalkit-results", "--source", V + "/notes.txt", "--key", V + "/bench.parquet", "--model", "m", "--out", "{out}"], ["--key", "bench.parquet"]),
     # ------------------------------------------------------------------ the verb itself
     ("no-verb", [], ["VERB"]),
     ("unknown-verb", ["scores"], ["scores"]),

@@ -52,7 +52,7 @@ def official(root, score):
             row = next(reader, None)
             if not row:
                 break
-            qid2, qtype2, statement2 = row
+            qid2, _qtype2, statement2 = row
             qid1, qid2 = int(qid1), int(qid2)
             img1, img2 = f"{qtype1}/{qid1}.jpg", f"{qtype1}/{qid2}.jpg"
             text1, text2 = "a photo of " + statement1, "a photo of " + statement2

@@ -91,9 +91,13 @@ def test_plan_prints_walls_table_22_and_the_pool_that_meets_max_wall(capsys):
          "generate_benchmark takes 11.8 h however many GPUs it gets"),
         (["--count-per-cell", "5"], "--count-per-cell: 5: give --count or it, not both"),
         (["--max-wall", "0"], "--max-wall: 0.0: must be more than 0"),
+        (["--gpus", "32xL4"], "--gpus: '32xL4-24GB': has no 1 GPU(s) of 40 GB or more for "
+         "caption; add cards of A100-80GB"),
+        (["--gpus", "8xA100-80GB,4xB200"], "--gpus: 'B200': unknown card; known cards: "),
     ],
 )  # fmt: skip
 def test_plan_bad_input_is_one_line(argv, message, capsys):
     assert main(["plan", "--count", "100000", *argv]) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert out == ""  # nothing half-written: the plan is not printed before the error

@@ -198,3 +198,25 @@ def test_chunks_grow_on_a_gpu_with_free_memory_until_an_out_of_memory(monkeypatc
     assert 4 < fits < 500
     scorer.grow = False  # what an out-of-memory error sets
     assert scorer._chunk_limit(ids, 600) == 4
+
+
+@pytest.mark.parametrize("model", VLMS)
+def test_captions_are_tokenized_once_per_scorer_with_the_same_scores(model, images):
+    """A scorer (one pod) tokenizes each caption once across its calls (every item and part
+    of a family:N repeats its candidates): the ids are the tokenizer's own for the caption
+    alone, and the scores' bytes are those of the call that tokenized them."""
+    import struct
+
+    scorer = load_scorer(model, device="cpu")
+    first = scorer.score(requests(), images)
+    assert scorer.calls["tokenized"] == len(CAPTIONS)
+    again = scorer.score(list(reversed(requests())), images)[::-1]
+    assert scorer.calls["tokenized"] == len(CAPTIONS)  # nothing tokenized the second time
+    assert struct.pack(f"{len(first)}d", *first) == struct.pack(f"{len(again)}d", *again)
+    tokenizer = scorer.processor.tokenizer
+    for caption in CAPTIONS:
+        alone = tokenizer(caption, add_special_tokens=False).input_ids
+        assert scorer.caption_tokens[caption] == alone
+    assert scorer.token_counts(CAPTIONS[:2]) == [
+        len(scorer.caption_tokens[c]) for c in CAPTIONS[:2]
+    ]

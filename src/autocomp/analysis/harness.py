@@ -31,6 +31,11 @@ import pyarrow.compute as pc
 
 from autocomp.scoring.rules import RULES, TIES
 from autocomp.store.catalog.runs import ScoreRun
+from autocomp.store.catalog.schemas import (
+    HARNESS_METRICS_SCHEMA,
+    HARNESS_OUTCOME_SCHEMA,
+    HARNESS_UNSCORED_SCHEMA,
+)
 from autocomp.store.tables import read_metadata
 
 HARNESS_COLUMNS = (
@@ -39,14 +44,6 @@ HARNESS_COLUMNS = (
 )  # fmt: skip
 RESAMPLES = 2000
 CONFIDENCE = 0.95
-OUTCOME_SCHEMA = pa.schema(
-    [
-        ("model", pa.string()), ("score_type", pa.string()), ("tie", pa.string()),
-        ("benchmark", pa.string()), ("subset", pa.string()), ("group_id", pa.string()),
-        ("metric", pa.string()), ("units", pa.int32()), ("correct", pa.int32()),
-        ("failed", pa.bool_()),
-    ]
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -126,7 +123,7 @@ def _groups(rows: pa.Table) -> dict[tuple[str, str], list[dict[str, Any]]]:
 
 def outcomes(harness: Harness, scores: Mapping[str, pa.Table]) -> pa.Table:
     """Per model (name -> its scores table), score type, tie policy, group and metric: the
-    units the rule counts and how many are right (OUTCOME_SCHEMA)."""
+    units the rule counts and how many are right (HARNESS_OUTCOME_SCHEMA)."""
     rule = RULES[harness.rule]
     groups = _groups(harness.rows)
     out: list[dict[str, Any]] = []
@@ -148,7 +145,7 @@ def outcomes(harness: Harness, scores: Mapping[str, pa.Table]) -> pa.Table:
                             "metric": metric, "units": len(units), "correct": sum(units),
                             "failed": failed,
                         })  # fmt: skip
-    return pa.Table.from_pylist(out, OUTCOME_SCHEMA)
+    return pa.Table.from_pylist(out, HARNESS_OUTCOME_SCHEMA)
 
 
 def _resampled(correct: Any, units: Any, rng: Any) -> tuple[Any, Any]:
@@ -202,16 +199,6 @@ def _cell(
     }  # fmt: skip
 
 
-METRICS_SCHEMA = pa.schema(
-    [
-        ("model", pa.string()), ("score_type", pa.string()), ("tie", pa.string()),
-        ("benchmark", pa.string()), ("subset", pa.string()), ("metric", pa.string()),
-        ("aggregate", pa.string()), ("groups", pa.int64()), ("units", pa.int64()),
-        ("accuracy", pa.float64()), ("low", pa.float64()), ("high", pa.float64()),
-    ]
-)  # fmt: skip
-
-
 def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
     """The benchmark's numbers from `outcomes`: per subset, and the headline "all" (aggregate
     micro or macro), with intervals; each with the other aggregation as `all (micro)` /
@@ -236,7 +223,7 @@ def metrics(table: pa.Table, aggregate: str, seed: int = 0) -> pa.Table:
         if len(arrays) > 1:
             other = "micro" if aggregate == "macro" else "macro"
             out.append(_cell((*key, f"all ({other})"), arrays, other == "macro", seed))
-    return pa.Table.from_pylist(out, METRICS_SCHEMA)
+    return pa.Table.from_pylist(out, HARNESS_METRICS_SCHEMA)
 
 
 def rule_effects(table: pa.Table, official_tie: str) -> pa.Table:
@@ -300,11 +287,6 @@ def refusal(result: Path) -> str:
     return ""
 
 
-UNSCORED_SCHEMA = pa.schema(
-    [("model", pa.string()), ("groups", pa.int64()), ("reason", pa.string())]
-)
-
-
 def run_tables(run: Path, seed: int = 0) -> dict[str, pa.Table] | None:
     """harness_metrics, harness_rules, harness_unscored (models refused, groups that lack
     scores) and harness_groups (per model, group and metric under the official rule: units and
@@ -343,7 +325,7 @@ def run_tables(run: Path, seed: int = 0) -> dict[str, pa.Table] | None:
         "harness_groups": table.filter(official).drop_columns(["tie", "score_type"]),
         "harness_metrics": numbers.append_column("rule", rule),
         "harness_rules": rule_effects(numbers, harness.tie),
-        "harness_unscored": pa.Table.from_pylist(unscored, UNSCORED_SCHEMA),
+        "harness_unscored": pa.Table.from_pylist(unscored, HARNESS_UNSCORED_SCHEMA),
     }
 
 

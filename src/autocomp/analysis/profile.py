@@ -16,14 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from autocomp.analysis.harness import run_tables
-
-PROFILE_SCHEMA = pa.schema(
-    [
-        ("model", pa.string()), ("benchmark", pa.string()), ("run", pa.string()),
-        ("metric", pa.string()), ("rule", pa.string()), ("accuracy", pa.float64()),
-        ("low", pa.float64()), ("high", pa.float64()), ("units", pa.int64()),
-    ]
-)  # fmt: skip
+from autocomp.store.catalog.schemas import PROFILE_SCHEMA
 
 
 def _autocomp_rows(name: str, predictions: pa.Table) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from autocomp.cli.exports import RESULT_FORMATS
 from autocomp.config import ImportConfig
 
 DEFAULTS = ImportConfig()
@@ -50,6 +51,10 @@ def summary_lines(report: dict[str, Any], out: str) -> list[str]:
 def _import(args: argparse.Namespace) -> None:
     from autocomp.importers import import_benchmark
 
+    if args.format in RESULT_FORMATS:  # a harness's predictions of an export, not a benchmark
+        RESULT_FORMATS[args.format](args)
+        return
+
     config = ImportConfig(
         protocol=args.protocol,
         skip_missing=args.skip_missing,
@@ -69,7 +74,8 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "format",
         metavar="FORMAT",
         help="autocomp-release, sugarcrepe, or a harness benchmark: winoground, eqben, mmvp-vlm, "
-        "spec, ... (docs/usage/import.md)",
+        "spec, ... (docs/usage/import.md); vlmevalkit-results: VLMEvalKit's predictions of an "
+        "export (docs/harnesses.md)",
     )
     p.add_argument("--source", required=True, help="the release's files (docs/usage/import.md)")
     p.add_argument("--out", required=True, help="benchmark folder to write (must not exist)")
@@ -89,4 +95,8 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "name, AutoComp-Minimal-* / AutoComp-Contextual-*), or one condition of a Paired one",
     )
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    p.add_argument(
+        "--key", default=None, help="vlmevalkit-results: the export's AutoComp_key.parquet"
+    )
+    p.add_argument("--model", default=None, help="vlmevalkit-results: the model's name in the run")
     p.set_defaults(run=_import)

@@ -21,6 +21,7 @@ from autocomp import __version__
 from autocomp.cli import (
     audit,
     cluster,
+    exports,
     finetune,
     flags,
     generation,
@@ -34,7 +35,19 @@ from autocomp.cli import (
 from autocomp.errors import UsageError
 from autocomp.store.storage import StorageError
 
-GROUPS = (protocol, generation, scoring, imports, pipelines, cluster, plan, report, audit, finetune)
+GROUPS = (
+    protocol,
+    generation,
+    scoring,
+    imports,
+    exports,
+    pipelines,
+    cluster,
+    plan,
+    report,
+    audit,
+    finetune,
+)
 
 
 class OneLineParser(argparse.ArgumentParser):

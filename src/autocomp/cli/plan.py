@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from autocomp.cli.table import format_table
 from autocomp.errors import UsageError
@@ -38,6 +39,7 @@ def _plan(args: argparse.Namespace) -> None:
     count = args.count if args.count is not None else args.count_per_cell
     max_wall = args.max_wall * 3600
     made = capacity.plan(args.profile, count, args.models or ["all"], per_cell, max_wall)
+    found, enough = _pool_walls(made, cards, max_wall)  # bad input: one line, nothing printed
     concepts = sum(made.concepts.values())
     unit = "concepts per family:N" if per_cell else (
         "initial concepts in all (the paper's Table 22 unit: one prompt and one image each; "
@@ -79,7 +81,7 @@ def _plan(args: argparse.Namespace) -> None:
     for area, size in made.storage.items():
         print(f"  {area}: {_size(size)}")
     print(f"  total: {_size(sum(made.storage.values()))}")
-    _walls(made, cards, max_wall, args.gpus is None)
+    _walls(made, cards, found, enough, max_wall, args.gpus is None)
     print(
         f"\nThe compiled pipelines are sized for --profile {capacity.DESIGN_PROFILE} "
         "--count-per-cell "
@@ -96,13 +98,41 @@ TABLE22 = (  # paper Table 22 (16 x A100-80GB, 100,000 initial concepts): step, 
 PAPER_TOTAL_H = 9.6
 
 
-def _walls(made, gpus: dict[str, int], max_wall: float, default: bool) -> None:  # noqa: ANN001
+def _pool_walls(made: Any, gpus: dict[str, int], max_wall: float) -> tuple[dict, dict | None]:
+    """Each pipeline's wall on the pool, and the smallest pool of its cards that meets
+    `max_wall` (None: the pool meets it). A pool without a card some step needs, or a
+    `max_wall` that no pool meets, is a usage error (before anything is printed)."""
+    from autocomp.pipelines.cluster import pool
+
+    found = pool.walls(made, gpus)
+    if max(w.total_s for w in found.values()) <= max_wall:
+        return found, None
+    enough = pool.smallest_pool(made, gpus, max_wall)
+    if enough is None:
+        floors = pool.walls(made, {c: n * 4096 for c, n in gpus.items()})  # GPUs without end
+        worst = max(floors.values(), key=lambda w: w.total_s)
+        raise UsageError(
+            "--max-wall", f"{max_wall / 3600:g}", f"no pool of {pool.pool_text(gpus)}'s cards "
+            f"meets it: {worst.pipeline} takes {_hours(worst.total_s)} however many GPUs it "
+            f"gets ({' -> '.join(worst.critical_path())}); give --max-wall "
+            f"{math.ceil(worst.total_s / 3600)} or more",
+        )  # fmt: skip
+    return found, enough
+
+
+def _walls(
+    made: Any,
+    gpus: dict[str, int],
+    found: dict,
+    enough: dict | None,
+    max_wall: float,
+    default: bool,
+) -> None:
     """Each pipeline's wall-clock on the pool, its critical path, Table 22 beside ours, and the
     pool that meets the wall-time target."""
     from autocomp.pipelines.cluster import pool
 
     shown = pool.pool_text(gpus) + (" (the paper's; --gpus to give yours)" if default else "")
-    found = pool.walls(made, gpus)
     print(f"\nwall-clock on {shown} (each step's pods on the GPUs that fit them):")
     for name, wall in found.items():
         print(f"  {name}: {_hours(wall.total_s)}; critical path: "
@@ -118,19 +148,9 @@ def _walls(made, gpus: dict[str, int], max_wall: float, default: bool) -> None: 
     print(format_table(headers, rows))
     print("  (ours adds sample, curate, negatives and publish; caption runs in one pod)")
     slowest = max(found.values(), key=lambda w: w.total_s)
-    if slowest.total_s <= max_wall:
+    if enough is None:
         print(f"\nevery pipeline ends within --max-wall {max_wall / 3600:g} h on this pool")
         return
-    enough = pool.smallest_pool(made, gpus, max_wall)
-    if enough is None:
-        floors = pool.walls(made, {c: n * 4096 for c, n in gpus.items()})  # GPUs without end
-        worst = max(floors.values(), key=lambda w: w.total_s)
-        raise UsageError(
-            "--max-wall", f"{max_wall / 3600:g}", f"no pool of {pool.pool_text(gpus)}'s cards "
-            f"meets it: {worst.pipeline} takes {_hours(worst.total_s)} however many GPUs it "
-            f"gets ({' -> '.join(worst.critical_path())}); give --max-wall "
-            f"{math.ceil(worst.total_s / 3600)} or more",
-        )  # fmt: skip
     print(f"\n{slowest.pipeline} takes {_hours(slowest.total_s)}, more than --max-wall "
           f"{max_wall / 3600:g} h: the smallest pool of these cards that meets it is "
           f"{pool.pool_text(enough)}")  # fmt: skip

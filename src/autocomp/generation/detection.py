@@ -1,4 +1,5 @@
-"""Detector and segmenter backends (transformers): Grounding DINO boxes and SAM2 masks.
+"""Detector and segmenter backends (transformers): Grounding DINO boxes and SAM2 masks; a
+segmenter entry with `backend: sam2` runs the original package instead (sam2_original.py).
 
 transformers' own implementations load the checkpoints the paper names
 (IDEA-Research/grounding-dino-tiny; SAM2.1 hiera-large); the groundingdino-py package does not
@@ -10,7 +11,7 @@ every box it returns is a box of that class (autocomp.generation.checks explains
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from autocomp.devices import select_device
@@ -126,5 +127,21 @@ def load_detector(name: str, device: str | None = None, **overrides: Any) -> Det
     return Detector(get_generation_model("detector", name), device=device, **overrides)
 
 
-def load_segmenter(name: str, device: str | None = None, **overrides: Any) -> Segmenter:
-    return Segmenter(get_generation_model("segmenter", name), device=device, **overrides)
+def _original_segmenter(entry: GenerationModel, device: str | None, **overrides: Any) -> Any:
+    from autocomp.generation.sam2_original import OriginalSegmenter
+
+    return OriginalSegmenter(entry, device=device, **overrides)
+
+
+# A segmenter entry's `backend` (models.yaml) -> what loads it: transformers' Sam2Model port, or
+# the original sam2 package (generation/sam2_original.py; its own environment)
+SEGMENTER_BACKENDS: dict[str, Callable[..., Any]] = {
+    "transformers": Segmenter,
+    "sam2": _original_segmenter,
+}
+
+
+def load_segmenter(name: str, device: str | None = None, **overrides: Any) -> Any:
+    """The segmenter of a registry entry, by its backend (both give `union_mask`)."""
+    entry = get_generation_model("segmenter", name)
+    return SEGMENTER_BACKENDS[entry.backend](entry, device=device, **overrides)

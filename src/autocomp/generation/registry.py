@@ -21,8 +21,9 @@ _GEN_OPTIONAL = {
     "captioner": {"model_class", "tiny_builder", "vllm"},
     "renderer": {"pipeline_class", "tiny_builder"},
     "detector": {"tiny_builder"},
-    "segmenter": {"tiny_builder"},
+    "segmenter": {"tiny_builder", "backend"},
 }
+BACKENDS = {"segmenter": ("transformers", "sam2")}  # detection.SEGMENTER_BACKENDS loads each
 
 # Allowed values of model settings, by setting name: inclusive (low, high); None = unbounded.
 # A `--set` value must also have the type of the registry's default (an int stays an int).
@@ -87,6 +88,7 @@ class GenerationModel:
     pipeline_class: str | None = None
     tiny_builder: str | None = None
     vllm: dict[str, Any] | None = None  # a captioner's vllm.LLM engine arguments (vllm_engine.py)
+    backend: str = "transformers"  # segmenters: transformers' port, or `sam2` (the original)
 
     @property
     def is_tiny(self) -> bool:
@@ -119,6 +121,9 @@ def _generation(path: str) -> dict[str, dict[str, Any]]:
         for i, item in enumerate(raw[f"{role}s"]):
             where = f"generation registry {path}: {role}s[{i}]"
             check_keys(where, item, _GEN_REQUIRED, _GEN_OPTIONAL[role])
+            if item.get("backend", "transformers") not in BACKENDS.get(role, ("transformers",)):
+                raise UsageError(where, item["backend"], f"backend must be one of "
+                                 f"{', '.join(BACKENDS[role])}")  # fmt: skip
             models.setdefault(role, {})[item["name"]] = GenerationModel(role=role, **item)
     return models
 

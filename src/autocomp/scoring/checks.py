@@ -67,7 +67,7 @@ def check_prompts(entry: ModelEntry, source: Benchmark) -> None:
     score the answer options against the image without the question."""
     if entry.kind.prompts or "prompt" not in source.schema.names:
         return
-    if not pc.count(source.read(["prompt"])["prompt"]).as_py():
+    if not pc.count(source.read(["prompt"], verify=False)["prompt"]).as_py():  # a glance
         return
     raise UsageError(
         "models", entry.name, f"cannot answer {source.path}'s questions (a VQA benchmark: each "
@@ -81,7 +81,7 @@ def check_text_rows(entry: ModelEntry, source: Benchmark) -> None:
     scored only by a backend with a text embedding (`ScoringBackend.text_similarity`)."""
     if entry.kind.text_similarity or "query_text" not in source.schema.names:
         return
-    if not pc.count(source.read(["query_text"])["query_text"]).as_py():
+    if not pc.count(source.read(["query_text"], verify=False)["query_text"]).as_py():
         return
     raise UsageError(
         "models", entry.name, f"cannot score {source.path}'s text-only rows (text against "
@@ -130,7 +130,7 @@ def check_benchmark(source: Benchmark, config: ScoreConfig) -> None:
                 "images", None, f"{benchmark} names its images by path: give their folder"
             )
     keys = [c for c in ("sample_id", "concept_id", "condition") if c in schema.names]
-    ids = with_sample_keys(source.read(keys))["sample_id"]
+    ids = with_sample_keys(source.read(keys, verify=False))["sample_id"]  # a glance: each pod
     counts = pc.value_counts(ids)
     repeated = [c["values"] for c in counts.to_pylist() if c["counts"] > 1]
     if repeated:

@@ -41,6 +41,7 @@ from autocomp.scoring.registry import ModelEntry
 
 DEFAULT_PROMPT = "Describe this image in one sentence."
 BLIND_PROMPT = "Write one sentence describing a picture."
+CAPTION_TOKENS = 1_000_000  # captions whose token ids a scorer keeps before it starts over
 
 
 def chat_text(processor: Any, with_image: bool, prompt: str) -> str:
@@ -126,7 +127,8 @@ class VlmScorer(Scorer):
         except (OSError, ValueError, AttributeError) as exc:
             raise weights_error(f"weights of {entry.name}", source, exc, WITHOUT_PROFILE) from exc
         self.model.eval()
-        self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "chunks": 0}
+        self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "chunks": 0, "tokenized": 0}
+        self.caption_tokens: dict[str, list[int]] = {}  # caption -> ids (_caption_ids)
 
     def _weights(self) -> Any:
         if self.entry.is_tiny:
@@ -154,8 +156,19 @@ class VlmScorer(Scorer):
             inner.rope_deltas = None
 
     def _caption_ids(self, texts: list[str]) -> list[list[int]]:
-        # a text-only model's processor is its tokenizer (a blind language-model baseline)
-        return caption_ids(getattr(self.processor, "tokenizer", self.processor), texts)
+        """Each caption's token ids, tokenized once per scorer (a pod): the candidates of a
+        family:N recur across its items and parts (the same ids: a caption is tokenized on its
+        own, no special tokens, so its ids do not depend on the others)."""
+        known = self.caption_tokens
+        todo = [t for t in dict.fromkeys(texts) if t not in known]
+        if todo:
+            # a text-only model's processor is its tokenizer (a blind language-model baseline)
+            ids = caption_ids(getattr(self.processor, "tokenizer", self.processor), todo)
+            if len(known) + len(todo) > CAPTION_TOKENS:
+                known.clear()
+            known.update(zip(todo, ids))
+            self.calls["tokenized"] += len(todo)
+        return [known[t] for t in texts]
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many tokens each caption's score sums over (the same tokenisation `score`

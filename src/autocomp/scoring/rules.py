@@ -117,15 +117,15 @@ Judge = Callable[[Matrix, Truth, str, str], Outcome]
 @dataclass(frozen=True)
 class Rule:
     """One official rule: its metrics (the first is the headline), the judge of one group, the
-    tie policy its authors' script applies, and whether it needs image-side scores (a score of
-    one text against several images: every backend scores a row's image against its texts, so
-    a group's matrix gives them; a text-only rule would need text-text similarity)."""
+    tie policy its authors' script applies, and the script it transcribes. Image-side scores (one
+    text against several images) need nothing of a backend: every backend scores a row's image
+    against its texts, so a group's matrix gives them; a text-only rule needs text-text
+    similarity, which the score stage checks before a model loads."""
 
     name: str
     metrics: tuple[str, ...]
     judge: Judge
     official_tie: str
-    image_side: bool
     source: str  # the script whose logic this is
 
     def outcome(
@@ -140,45 +140,45 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     "text-image-group": Rule(
-        "text-image-group", ("group", "text", "image"), text_image_group, "strict", True,
+        "text-image-group", ("group", "text", "image"), text_image_group, "strict",
         "facebook/winoground (HF card's text_correct / image_correct / group_correct); "
         "Wangt-CN/EqBen src/eqben/eqben_acc.py cal_wino_score",
     ),
     "pair": Rule(
-        "pair", ("pair",), pair, "last", True,
+        "pair", ("pair",), pair, "last",
         "tsb0601/MMVP scripts/evaluate_vlm.py (pair_accuracies per category)",
     ),
     "retrieval": Rule(
-        "retrieval", ("i2t", "t2i"), retrieval, "first", True,
+        "retrieval", ("i2t", "t2i"), retrieval, "first",
         "wjpoom/SPEC spec/models/clip_wrapper.py i2t_evaluate / t2i_evaluate (argmax)",
     ),
     # scoring/group_rules.py: ARO, SugarCrepe++, CREPE, NaturalBench
     "image-to-text": Rule(
-        "image-to-text", ("accuracy",), group_rules.image_to_text, "strict", False,
+        "image-to-text", ("accuracy",), group_rules.image_to_text, "strict",
         "mertyg/vision-language-models-are-bows dataset_zoo/aro_datasets.py evaluate_scores "
         "(np.argmax over [false, true]: a tie picks the false caption)",
     ),
     "image-to-text-first": Rule(
-        "image-to-text-first", ("accuracy",), group_rules.image_to_text, "first", False,
+        "image-to-text-first", ("accuracy",), group_rules.image_to_text, "first",
         "mertyg/vision-language-models-are-bows dataset_zoo/aro_datasets.py COCO_Order / "
         "Flickr30k_Order evaluate_scores (np.argmax, the true caption first: a tie is right)",
     ),
     "two-positives": Rule(
         "two-positives", ("itt", "p1_neg", "p2_neg"), group_rules.two_positives, "strict",
-        False, "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1 > cos_neg, ...)",
+        "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1 > cos_neg, ...)",
     ),
     "text-only": Rule(
-        "text-only", ("tot",), group_rules.text_only, "strict", False,
+        "text-only", ("tot",), group_rules.text_only, "strict",
         "Sri-Harsha/scpp VLMs/test_Variants_CLIP.py (cos_p1p2 > cos_p1_neg and > cos_p2_neg)",
     ),
     "recall-at-k": Rule(
         "recall-at-k", tuple(f"R@{k}" for k in group_rules.KS), group_rules.recall_at_k,
-        "strict", False, "RAIVNLab/CREPE crepe_eval_utils.py get_one2many_rank / "
+        "strict", "RAIVNLab/CREPE crepe_eval_utils.py get_one2many_rank / "
         "get_one2many_metrics (torch.argsort leaves ties unordered: counted against)",
     ),
     "yes-no-groups": Rule(
         "yes-no-groups", ("Acc", "Q_Acc", "I_Acc", "G_Acc"), group_rules.yes_no_groups,
-        "strict", False, "Baiqi-Li/NaturalBench naturalbench_vqa.py get_scores (an answer "
+        "strict", "Baiqi-Li/NaturalBench naturalbench_vqa.py get_scores (an answer "
         "neither yes nor no, here a tie, is wrong)",
     ),
 }  # fmt: skip

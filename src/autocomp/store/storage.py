@@ -44,7 +44,7 @@ from typing import IO, Any, Protocol
 from autocomp import __version__
 from autocomp.errors import UsageError
 from autocomp.store.atomic import scratch_folder, sweep_stale
-from autocomp.store.transfer import DEFAULT_WORKERS
+from autocomp.store.transfer import DEFAULT_WORKERS, RangeFile
 
 MANIFEST = "_manifest.json"
 ENDPOINT_ENV = "AUTOCOMP_S3_ENDPOINT"
@@ -213,13 +213,18 @@ _VERIFIED: set[tuple[str, str, str]] = set()  # (store, key, sha256) read whole 
 VERIFY_BLOCK = 8 * 1024 * 1024
 
 
-def open_verified(store: Any, key: str, size: int, sha256: str, fix: str) -> IO[bytes]:
+def open_verified(
+    store: Any, key: str, size: int, sha256: str, fix: str, verify: bool = True
+) -> IO[bytes]:
     """An object of a complete output, opened for reading by range (what pyarrow streams a
     Parquet part from) once its bytes are known to be the manifest's: the first open in this
     process reads it whole, in order (one sequential pass), and compares its SHA-256 with the
     manifest's (every open compares its size); a part changed in place (same size or not) or cut
     short is one StorageError naming the key and `fix`, before anything is read from it. The
-    store route (`score --store`, which downloads and verifies first) refuses the same part."""
+    store route (`score --store`, which downloads and verifies first) refuses the same part.
+    `verify=False`: a glance (a footer, a few columns that every range pod of a score reads:
+    the part plan, the id check), its size checked but not its bytes, and read without
+    read-ahead (only the ranges asked for); the pod that reads the part's rows verifies it."""
     where = f"store {store.uri}: {key}"
     found = store.stat(key)  # every open: a part cut short since is caught before it is read
     if found is None:
@@ -228,6 +233,11 @@ def open_verified(store: Any, key: str, size: int, sha256: str, fix: str) -> IO[
         raise StorageError(f"{where}: {found.size} bytes where its manifest says {size} (cut "
                            f"short or replaced after it was written); {fix}")  # fmt: skip
     mark = (store.uri, key, sha256)
+    if not verify:
+        handle = store.open(key, size)
+        if isinstance(handle, RangeFile):
+            handle.block = 0  # only what is asked for: pyarrow coalesces its own ranges
+        return handle
     if mark not in _VERIFIED:
         digest = hashlib.sha256()
         handle = store.open(key, size)

@@ -96,13 +96,13 @@ class RangeFile(io.RawIOBase):
     """A read-only, seekable file over ranged reads (`fetch(offset, length) -> bytes`). Reads
     that continue where the last one ended fetch `block` bytes at once (one request per block
     of a sequential scan); a read elsewhere (a Parquet footer, one column) fetches only itself.
-    At most one block is held."""
+    At most one block is held; `block` 0: every read fetches only itself."""
 
     def __init__(
         self, fetch: Callable[[int, int], bytes], size: int, name: str, block: int = READ_AHEAD
     ) -> None:
         super().__init__()
-        self._fetch, self._size, self.name, self._block = fetch, size, name, block
+        self._fetch, self._size, self.name, self.block = fetch, size, name, block
         self._pos, self._last_end = 0, -1
         self._cache_start, self._cache = 0, b""
 
@@ -130,18 +130,33 @@ class RangeFile(io.RawIOBase):
         if n <= 0:
             return b""
         start, end = self._pos, self._pos + n
-        cached = self._cache_start <= start and end <= self._cache_start + len(self._cache)
-        if cached:
+        held = self._cache_start + len(self._cache)
+        if self._cache_start <= start and end <= held:
             data = self._cache[start - self._cache_start : end - self._cache_start]
+        elif start < self._cache_start < end <= held:  # ends in the held bytes: a footer read
+            data = self._get(start, self._cache_start - start)
+            data += self._cache[: end - self._cache_start]
+            self._hold(start, data)
         else:
-            want = min(max(n, self._block) if start == self._last_end else n, self._size - start)
-            chunk = self._fetch(start, want)
-            if len(chunk) != want:
-                raise OSError(f"{self.name}: short read at {start} ({len(chunk)} of {want})")
-            self._cache_start, self._cache = (start, chunk) if want > n else (0, b"")
+            want = min(max(n, self.block) if start == self._last_end else n, self._size - start)
+            chunk = self._get(start, want)
+            self._hold(start, chunk)
             data = chunk[:n]
         self._pos = self._last_end = end
         return data
+
+    def _get(self, start: int, want: int) -> bytes:
+        chunk = self._fetch(start, want)
+        if len(chunk) != want:
+            raise OSError(f"{self.name}: short read at {start} ({len(chunk)} of {want})")
+        return chunk
+
+    def _hold(self, start: int, chunk: bytes) -> None:
+        """Keep the last bytes fetched (up to one block of READ_AHEAD): pyarrow reads a
+        Parquet footer's tail, then the whole footer again when it is longer than its first
+        read; the second read then fetches only what the first lacked."""
+        small = len(chunk) <= max(self.block, READ_AHEAD)
+        self._cache_start, self._cache = (start, chunk) if small else (0, b"")
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))

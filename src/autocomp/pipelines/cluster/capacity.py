@@ -49,6 +49,11 @@ TIMEOUT_SAFETY, TIMEOUT_FLOOR = 2.0, HOUR  # timeout: 2 x the expected wall + 1 
 FINETUNE_STEP_S = 2.0  # assumed: one optimizer step of a ViT-B/16 at batch 2048-4096 + K=3
 MAX_WALL = 24 * HOUR  # the wall-time target of one score pod: a model is cut into ranges to meet it
 IMAGES_PER_CONCEPT = 2  # our concept is rendered twice (Minimal and Contextual)
+FOOTER_READ = 64 << 10  # pyarrow's first read of a Parquet footer: at least this is read
+FOOTER_BYTES = 50_000  # a published part's schema and provenance, in its footer (measured)
+CHUNK_META = 100  # a column chunk's entry in the footer, about (37 columns a row group)
+STATS_LIMIT = 4096  # parquet-cpp's max statistics size: a smaller image is its column's min/max
+ID_BYTES = 16  # a row's id columns (sample_id, concept_id, condition), zstd Parquet, about
 
 
 @dataclass(frozen=True)
@@ -307,6 +312,35 @@ SCORE_RATE = ("estimate: 2 x params x 20 tokens per caption at 30 % of an A100 (
 PREDICTION_BYTES = 8 * 150  # one item's predictions (sets x protocols x score types), on disk
 
 
+def footer_bytes(rows: int, image_bytes: float, columns: int = 37) -> float:
+    """A published part's footer: schema and provenance, each column chunk's entry, and the
+    images' min/max statistics when an image is under parquet-cpp's statistics limit (178 KB
+    for 200 rows of 32 px images, measured; about 90 KB at 1024 px)."""
+    from autocomp.store.publish import ROWS_PER_GROUP
+
+    groups = math.ceil(rows / ROWS_PER_GROUP)
+    stats = 2 * image_bytes if image_bytes < STATS_LIMIT else 0
+    return max(FOOTER_READ, FOOTER_BYTES + groups * (columns * CHUNK_META + stats))
+
+
+def score_read(
+    benchmark: float, parts: int, rows: int, counted: float, ranges: int, footer: float
+) -> float:
+    """Bytes the score pods of one model read from the store between them, the model cut into
+    `ranges` ranges: each part of the benchmark verified (read whole) then streamed by the pod
+    that scores its rows (2 x the benchmark); each pod glances at every part first (its footer
+    and id columns: the duplicate check; in ranges, the candidate lists too: the part plan); a
+    part two ranges share is verified by both and streamed past the first range's end (to the
+    part's end, half a part on average, or one read-ahead block). tests/scoring/
+    test_range_reads.py holds it against the bytes counted with 1 and 4 ranges."""
+    from autocomp.store.transfer import READ_AHEAD
+
+    part = benchmark / max(1, parts)
+    glance = parts * footer + rows * ID_BYTES + (counted if ranges > 1 else 0)
+    shared = (ranges - 1) * (part + min(part / 2, READ_AHEAD))
+    return 2 * benchmark + ranges * glance + shared
+
+
 def ranges_for(wall_s: float, max_wall: float = MAX_WALL) -> int:
     """The fewest part ranges (score pods) that bring each pod of a `wall_s` model under it."""
     return max(1, math.ceil(wall_s / max_wall))
@@ -315,6 +349,7 @@ def ranges_for(wall_s: float, max_wall: float = MAX_WALL) -> int:
 def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WALL) -> None:
     from autocomp.pipelines.cluster.plan import in_all, score_groups, select
     from autocomp.scoring.registry import get_model
+    from autocomp.store.publish import ROWS_PER_SHARD
 
     groups = score_groups()
     everything, _ = in_all()
@@ -323,6 +358,8 @@ def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WAL
     benchmark = made.rows * made.image_bytes + made.captions * CAPTION_BYTES
     run = made.captions * 40 + made.rows * PREDICTION_BYTES  # one model's scores, predictions
     counted = made.captions * CAPTION_BYTES  # the candidate lists every range pod reads
+    parts = math.ceil(made.rows / ROWS_PER_SHARD)  # the published benchmark's Parquet parts
+    footer = footer_bytes(ROWS_PER_SHARD, made.image_bytes)
     for score, members in groups.items():
         mine = [m for m in members if m in chosen]
         if not mine:
@@ -335,7 +372,7 @@ def _evaluation(made: Plan, profile: Any, models: Any, max_wall: float = MAX_WAL
             f"score-{score.name}", sum(ranges), engine=backends_of(mine),
             gpus=score.gpus, gpu_gb=score.gpu_gb,
             gpu_hours=sum(hours), rate=SCORE_RATE,
-            read=len(mine) * benchmark + sum(k - 1 for k in ranges) * counted,
+            read=sum(score_read(benchmark, parts, made.rows, counted, k, footer) for k in ranges),
             written=len(mine) * run,
             disk=_weights(max(get_model(m).gpu_memory_gb for m in mine)) + part,
             memory=score_host(score) + _stream_memory(made),

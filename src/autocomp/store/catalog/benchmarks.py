@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -37,6 +38,11 @@ from autocomp.store.transfer import read_ahead
 
 STORE_CACHE = "benchmark"  # the folder under --out that a published benchmark is fetched into
 STREAM_ROWS = 16  # rows per batch read from a store (publish writes row groups of this size)
+FOOTERS = 4096  # parts whose parsed footer a process keeps: each footer is read once, not at
+# every open (a range pod opens every part for its id check and part plan, then its own); the
+# paper-scale suite is about 1,300 parts of 200 rows
+_FOOTERS: dict[tuple[str, str, str], pq.FileMetaData] = {}
+_FOOTERS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,21 @@ class RemotePart:
     def __str__(self) -> str:
         return f"{self.store.uri}/{self.key}"
 
-    def open(self) -> pq.ParquetFile:
+    def open(self, verify: bool = True) -> pq.ParquetFile:
+        """The part as Parquet, its bytes verified first (`verify=False`: a glance at its
+        footer or a few columns, storage.open_verified; pyarrow coalesces the column chunks
+        of a row group into one read)."""
         fix = ("the published benchmark was changed after it was published: publish it again "
                "(under a new name) or restore the part")  # fmt: skip
-        handle = open_verified(self.store, self.key, self.size, self.sha256, fix)
+        handle = open_verified(self.store, self.key, self.size, self.sha256, fix, verify)
+        mark = (self.store.uri, self.key, self.sha256)
         try:
-            return pq.ParquetFile(handle)
+            opened = pq.ParquetFile(handle, metadata=_FOOTERS.get(mark), pre_buffer=not verify)
+            with _FOOTERS_LOCK:
+                if mark not in _FOOTERS and len(_FOOTERS) >= FOOTERS:
+                    _FOOTERS.pop(next(iter(_FOOTERS)))
+                _FOOTERS[mark] = opened.metadata
+            return opened
         except (OSError, pa.ArrowException) as exc:
             problem = f"is not a readable Parquet file ({exc})"
             raise UsageError("benchmark", str(self), problem) from None
@@ -69,8 +84,10 @@ class RemotePart:
 Part = Path | RemotePart
 
 
-def _parquet(part: Part) -> pq.ParquetFile:
-    return part.open() if isinstance(part, RemotePart) else open_parquet(part, "benchmark")
+def _parquet(part: Part, verify: bool = True) -> pq.ParquetFile:
+    if isinstance(part, RemotePart):
+        return part.open(verify)
+    return open_parquet(part, "benchmark")
 
 
 @dataclass(frozen=True)
@@ -110,7 +127,7 @@ class Benchmark:
         first = self.files[0]
         if isinstance(first, Path):
             return read_metadata(first)
-        meta = first.open().schema_arrow.metadata or {}
+        meta = first.open(verify=False).schema_arrow.metadata or {}  # in the footer
         return json.loads(meta[METADATA_KEY]) if METADATA_KEY in meta else {}
 
     @property
@@ -127,11 +144,12 @@ class Benchmark:
         return record
 
     def batches(
-        self, batch_size: int = 512, columns: list[str] | None = None
+        self, batch_size: int = 512, columns: list[str] | None = None, verify: bool = True
     ) -> Iterator[pa.RecordBatch]:
         """Every row (or some columns of it), part by part, in batches (a paper-scale table
         never sits in memory). From a store: STREAM_ROWS rows at a time, the next batch read
-        while this one is used."""
+        while this one is used; `verify=False`: a few columns every range pod reads (the
+        parts are not read whole to be verified first: RemotePart.open)."""
         if not self.remote:
             for path in self.files:
                 yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
@@ -140,14 +158,21 @@ class Benchmark:
 
         def stream() -> Iterator[pa.RecordBatch]:
             for part in self.files:
-                yield from _parquet(part).iter_batches(batch_size=size, columns=columns)
+                yield from _parquet(part, verify).iter_batches(batch_size=size, columns=columns)
 
         yield from read_ahead(stream(), depth=2)
 
-    def read(self, columns: list[str]) -> pa.Table:
-        """Some columns of every row (a damaged part is a usage error naming it)."""
-        tables = [read_rows(_parquet(f), str(f), "benchmark", columns) for f in self.files]
+    def read(self, columns: list[str], verify: bool = True) -> pa.Table:
+        """Some columns of every row (a damaged part is a usage error naming it; `verify`: as
+        `batches` says)."""
+        tables = [read_rows(_parquet(f, verify), str(f), "benchmark", columns)
+                  for f in self.files]  # fmt: skip
         return pa.concat_tables(tables)
+
+    @cached_property
+    def part_rows(self) -> tuple[int, ...]:
+        """The rows of each part, from its footer (a remote part's: a glance, not verified)."""
+        return tuple(_parquet(f, verify=False).metadata.num_rows for f in self.files)
 
 
 def _sha(part: Part) -> str:
@@ -276,10 +301,10 @@ def open_stored(
     if not chosen:
         raise UsageError("benchmark", f"{store.uri}/{name}", "holds no Parquet parts")
     parts = tuple(RemotePart(store, f"{name}/{f['path']}", f["size"], f["sha256"]) for f in chosen)
-    schema = parts[0].open().schema_arrow.remove_metadata()
+    schema = parts[0].open(verify=False).schema_arrow.remove_metadata()  # the footer alone
     rows = manifest.get("made_by", {}).get("rows")
     if rows is None:
-        rows = sum(p.open().metadata.num_rows for p in parts)
+        rows = sum(p.open(verify=False).metadata.num_rows for p in parts)
     return Benchmark(shown or f"{store.uri}/{name}", parts, schema, int(rows), store=store_uri)
 
 

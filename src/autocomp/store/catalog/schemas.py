@@ -300,3 +300,64 @@ PREDICTIONS_SCHEMA = pa.schema(
     ]
 )
 """predictions/part-*.parquet of a score run: one row per sample x set x protocol x score type."""
+
+HARNESS_OUTCOME_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()), ("score_type", pa.string()), ("tie", pa.string()),
+        ("benchmark", pa.string()), ("subset", pa.string()), ("group_id", pa.string()),
+        ("metric", pa.string()), ("units", pa.int32()), ("correct", pa.int32()),
+        ("failed", pa.bool_()),
+    ]
+)  # fmt: skip
+"""analysis/harness.py outcomes: per model, score type, tie policy and group, the units a rule
+counts and how many are right."""
+
+HARNESS_METRICS_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()), ("score_type", pa.string()), ("tie", pa.string()),
+        ("benchmark", pa.string()), ("subset", pa.string()), ("metric", pa.string()),
+        ("aggregate", pa.string()), ("groups", pa.int64()), ("units", pa.int64()),
+        ("accuracy", pa.float64()), ("low", pa.float64()), ("high", pa.float64()),
+    ]
+)  # fmt: skip
+"""the harness_metrics table: a harness benchmark's numbers per subset and the headline, with
+intervals."""
+
+HARNESS_UNSCORED_SCHEMA = pa.schema(
+    [("model", pa.string()), ("groups", pa.int64()), ("reason", pa.string())]
+)
+"""the harness_unscored table: models refused and groups that lack scores, with the reason."""
+
+PROFILE_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()), ("benchmark", pa.string()), ("run", pa.string()),
+        ("metric", pa.string()), ("rule", pa.string()), ("accuracy", pa.float64()),
+        ("low", pa.float64()), ("high", pa.float64()), ("units", pa.int64()),
+    ]
+)  # fmt: skip
+"""the benchmark_profile table (analysis/profile.py): each model's headline on every compared
+benchmark."""
+
+LMMS_EVAL_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.string()), ("sample_id", pa.string()), ("concept_id", pa.string()),
+        ("family", pa.string()), ("n", pa.int32()), ("condition", pa.string()),
+        ("set", pa.string()), ("prompt", pa.string()), ("question", pa.string()),
+        ("options", pa.list_(pa.string())), ("ids", pa.list_(pa.string())),
+        ("candidates", pa.list_(pa.int32())), ("answer", pa.int32()), ("answer_id", pa.string()),
+        ("image", IMAGE_TYPE),
+    ]
+)  # fmt: skip
+"""The rows of an lmms-eval task pack's dataset (exports/lmms_eval.py): one question per
+benchmark row and set, its options in the seeded order, the answer's position and ID."""
+
+VLMEVALKIT_KEY_SCHEMA = pa.schema(
+    [
+        ("index", pa.int64()), ("g_index", pa.int64()), ("dataset", pa.string()),
+        ("sample_id", pa.string()), ("family", pa.string()), ("n", pa.int8()),
+        ("condition", pa.string()), ("set", pa.string()), ("answer", pa.string()),
+        ("letters", pa.string()), ("candidates", pa.list_(pa.int32())),
+    ]
+)  # fmt: skip
+"""AutoComp_key.parquet of a VLMEvalKit export (exports/vlmevalkit.py): what each TSV index
+asks, so `import vlmevalkit-results` can judge the predictions."""
