@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -216,3 +218,30 @@ def pinned_images(folder: Path):
             else:
                 os.environ[key] = value
         images.image_lock.cache_clear()
+
+
+@pytest.fixture
+def silent():
+    """A TCP server that accepts every connection and never answers; its port."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()

@@ -614,37 +614,8 @@ def test_an_input_not_given_is_named_without_none(tmp_path, capsys):
 
 
 # -------------------------------------------------------------------- 10: network deadlines
-@pytest.fixture
-def mute():
-    """A TCP server that accepts every connection and never says a word; its port."""
-    import threading
-
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
-
-
 MUTE = "http://127.0.0.1:{port}"
-NETWORK = [  # (id, argv, words); {port}: the mute server, as the KFP API or the S3 endpoint
+NETWORK = [  # (id, argv, words); {port}: the silent server, as the KFP API or the S3 endpoint
     ("upload-kfp", ["upload", "--dist", V + "/dist", "--host", MUTE], []),
     ("submit-kfp", [*SUBMIT[:4], MUTE, *SUBMIT[5:]], []),
     ("schedule-list-kfp", ["schedule", "list", "--host", MUTE], []),
@@ -657,14 +628,14 @@ NETWORK = [  # (id, argv, words); {port}: the mute server, as the KFP API or the
 
 @pytest.mark.parametrize("argv, words", [c[1:] for c in NETWORK], ids=[c[0] for c in NETWORK])
 def test_a_peer_that_never_answers_ends_within_the_deadline_with_one_line(
-    argv, words, d, mute, tmp_path, capsys, monkeypatch
+    argv, words, d, silent, tmp_path, capsys, monkeypatch
 ):
     import time
 
     from autocomp.network import ENV
 
     monkeypatch.setenv(ENV, "1")  # the one deadline, stated once, overridden here
-    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", MUTE.format(port=mute))
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", MUTE.format(port=silent))
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
@@ -678,8 +649,8 @@ def test_a_peer_that_never_answers_ends_within_the_deadline_with_one_line(
     _call(refused)
     baseline = time.monotonic() - started
     capsys.readouterr()
-    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", MUTE.format(port=mute))
-    args = [a.replace("{d}", str(d)).replace("{out}", str(out)).replace("{port}", str(mute))
+    monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", MUTE.format(port=silent))
+    args = [a.replace("{d}", str(d)).replace("{out}", str(out)).replace("{port}", str(silent))
             for a in argv]  # fmt: skip
     started = time.monotonic()
     code = _call(args)

@@ -6,8 +6,6 @@ GPUs `1k`, a Secret whose data is not base64): one line each, never a traceback.
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 
 import pytest
@@ -19,33 +17,6 @@ from tests.pipelines.kube_standin import KubeStandIn
 
 DEADLINE_S = 1.0
 SLACK_S = 6.0  # process work around the waits (imports, a kubeconfig, the lines)
-
-
-@pytest.fixture
-def silent():
-    """A TCP server that accepts every connection and never answers; its port."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 @pytest.fixture
