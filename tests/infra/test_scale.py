@@ -91,10 +91,29 @@ def test_the_published_benchmark_is_datasets_readable_from_the_store(simulated, 
     assert rows[0]["image"].size == (32, 32) and len(rows[0]["confusion_negatives"]) > 0
 
 
-def _score_process(model: str) -> int | None:
-    """The pid of the kfp.local task scoring `model`, if one runs."""
+def _parent(pid: int) -> int:
+    """The parent pid of `pid` (0 once it is gone): field 4 of /proc/PID/stat, read after the
+    command's closing parenthesis (a command may hold spaces and parentheses)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _descends_from(pid: int, root: int) -> bool:
+    while pid > 1:
+        if pid == root:
+            return True
+        pid = _parent(pid)
+    return False
+
+
+def _score_process(model: str, root: int) -> int | None:
+    """The pid of the kfp.local task scoring `model` under the process `root`, if one runs
+    (only this test's own: another test's or another run's score step is never touched)."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or not _descends_from(int(entry.name), root):
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
@@ -139,7 +158,7 @@ def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(sim
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
         assert time.time() < deadline, "the score step never committed two parts"
         committed = [o for o in store.list("work/score") if o.key.endswith("/_manifest.json")]
-        pid = _score_process(model)
+        pid = _score_process(model, proc.pid)
         if len(committed) >= 2 and pid is not None:
             os.kill(pid, signal.SIGKILL)  # half-way: between two commits, or inside one
             killed = len(committed)
