@@ -74,7 +74,14 @@ class Relay:
                 s.shutdown(socket.SHUT_RDWR)
 
 
-BUCKETS = ("autocomp", "bench", "mlpipeline", "bucket", "autocomp-runs")
+BUCKETS = (
+    "autocomp",
+    "bench",
+    "mlpipeline",
+    "bucket",
+    "autocomp-runs",
+    "my-autocomp-bucket",
+)  # the last: docs/cluster.md's walk-throughs
 
 
 def make_buckets(port: int, names: tuple[str, ...] = BUCKETS) -> None:

@@ -263,3 +263,55 @@ def test_a_score_step_commits_resumes_and_publishes_under_the_profile_policy(pro
     assert target.manifest("results/b1/tiny-clip") is not None
     assert [o.key for o in target.list("work/score")] == []  # the parts' log is cleared
     assert {"CopyObject", "DeleteObject"} <= {s[0] for s in profile.seen}
+
+
+def _walk_stores() -> dict[str, str]:
+    """Each walk-through of docs/cluster.md -> the store its commands name (`--param store=`)."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "cluster.md").read_text()
+    walks = doc.split("## Three walk-throughs", 1)[1].split("\n## ", 1)[0]
+    found = {}
+    for section in walks.split("\n### ")[1:]:
+        title = section.split("\n", 1)[0].strip()
+        stores = set(re.findall(r"--param store=(s3://\S+)", section))
+        assert len(stores) == 1, (title, stores)
+        # every submit names it: without, a run goes to KFP's own 20Gi store, which the
+        # capacity check refuses at --count 1000
+        lines = section.replace("\\\n", " ").splitlines()
+        submits = [line for line in lines if line.startswith("autocomp submit")]
+        assert submits and all("--param store=s3://" in line for line in submits), title
+        found[title] = stores.pop()
+    return found
+
+
+WALK_STORES = _walk_stores()
+
+
+@pytest.mark.infra
+@pytest.mark.parametrize("title", sorted(WALK_STORES))
+def test_each_walk_through_store_takes_every_operation_under_its_least_policy(
+    title,
+    s3_server,  # noqa: F811
+    monkeypatch,
+    tmp_path,
+):
+    """The store each walk-through names, under the least IAM policy docs/cluster.md gives for
+    it (manifests/examples/store-iam-policy.json with its bucket and prefix): every request of
+    every step and verb is allowed, none bucket-level."""
+    store = WALK_STORES[title]
+    bucket, prefix = store.removeprefix("s3://").split("/", 1)
+    found = Profile("iam", policy=_example_policy(bucket, prefix))
+    standin = PolicyStandin(s3_server, found)
+    try:
+        monkeypatch.setenv("AUTOCOMP_S3_ENDPOINT", f"http://127.0.0.1:{standin.port}")
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "team-key")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "team-secret")
+        for name in ("AUTOCOMP_S3_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"):
+            monkeypatch.delenv(name, raising=False)
+        _store_operations(tmp_path, store)
+    finally:
+        standin.close()
+    assert found.refused == [] and found.seen, title
+    assert not {s[0] for s in found.seen} & {"HeadBucket", "CreateBucket", "DeleteObjects"}
