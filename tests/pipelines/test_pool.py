@@ -65,7 +65,9 @@ def test_every_evaluation_meets_max_wall_on_the_pool_the_plan_names(paper):
     enough = pool.smallest_pool(paper, {"A100-80GB": 16}, 24 * H)
     assert enough == {"A100-80GB": 32}
     walls = pool.walls(paper, enough)
-    assert all(w.total_s <= 24 * H for w in walls.values())
+    assert all(w.total_s <= 24 * H for w in pool.held(walls).values())
+    # the weekly loop runs both one after the other: shown, not held to --max-wall
+    assert walls["generate_and_evaluate"].total_s > 24 * H
     for step in paper.steps:
         if step.step.startswith("score-"):
             assert max(step.pod_walls) <= 24 * H  # every range of every model

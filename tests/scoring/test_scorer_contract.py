@@ -118,7 +118,10 @@ def test_token_counts_exist_exactly_for_summed_scores(scorer):
     entry, model = scorer
     before = dict(model.calls)
     counts = model.token_counts(CAPTIONS)
-    assert model.calls == before  # no forward pass
+    # no forward pass (a caption the scorer has not seen yet is tokenized: `tokenized` counts it)
+    assert {k: v for k, v in model.calls.items() if k != "tokenized"} == {
+        k: v for k, v in before.items() if k != "tokenized"
+    }
     if entry.score == "loglik":
         assert len(counts) == 3 and all(isinstance(c, int) and c > 0 for c in counts)
         assert counts[1] > counts[0]  # the longer caption has more tokens

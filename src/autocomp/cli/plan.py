@@ -105,11 +105,11 @@ def _pool_walls(made: Any, gpus: dict[str, int], max_wall: float) -> tuple[dict,
     from autocomp.pipelines.cluster import pool
 
     found = pool.walls(made, gpus)
-    if max(w.total_s for w in found.values()) <= max_wall:
+    if max(w.total_s for w in pool.held(found).values()) <= max_wall:
         return found, None
     enough = pool.smallest_pool(made, gpus, max_wall)
     if enough is None:
-        floors = pool.walls(made, {c: n * 4096 for c, n in gpus.items()})  # GPUs without end
+        floors = pool.held(pool.walls(made, {c: n * 4096 for c, n in gpus.items()}))  # no end
         worst = max(floors.values(), key=lambda w: w.total_s)
         raise UsageError(
             "--max-wall", f"{max_wall / 3600:g}", f"no pool of {pool.pool_text(gpus)}'s cards "
