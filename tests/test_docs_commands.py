@@ -108,6 +108,9 @@ SKIP = {
     "tests/pipelines/test_walkthroughs.py compiles with its settings",
     ("docs/cluster.md", "mkdir -p one && cat > one/kustomization.yaml"): "a cluster (a GPU node, "
     "standalone KFP): tests/pipelines/test_walkthroughs.py compiles with its settings",
+    ("docs/cluster.md", "autocomp schedule --pipeline generate_and_evaluate --name weekly"): "a "
+    "cluster's KFP_HOST and the uploaded packages: tests/pipelines/test_recurring_loop.py "
+    "schedules generate_and_evaluate on the KFP stand-in and runs the fired run",
     ("docs/generation.md", "python benchmarks/generation_throughput.py --profile paper"): "a CUDA "
     "GPU and the paper's architectures",
 }
@@ -271,7 +274,8 @@ def test_every_command_block_runs_as_written(tmp_path, cluster):
         ran.append((page, first))
     assert len(skipped) == len(SKIP)
     # the cluster blocks reached the KFP stand-in: uploads, one run, one recurring run
-    assert len(api.pipelines) == 3 and len(api.runs) == 1 and len(api.recurring) == 1
+    # (the four packages: generate, evaluate, finetune and the weekly loop that nests two)
+    assert len(api.pipelines) == 4 and len(api.runs) == 1 and len(api.recurring) == 1
     assert len(ran) >= 6, ran
     # the reader's own images were scored, not failed as missing
     predictions = pq.read_table(folder / "runs" / "scores" / "tiny-clip" / "predictions")
