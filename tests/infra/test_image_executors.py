@@ -219,7 +219,11 @@ def test_compiled_caption_runs_vllm_in_the_caption_cpu_image(
     from autocomp.store.shards import read_stage
 
     concepts_uri = f"{RUN_ROOT}/caption-input/concepts"  # the sample test has sample/'s
-    host_path(volume, concepts_uri).mkdir(parents=True)
+    folder = host_path(volume, concepts_uri)
+    folder.mkdir(parents=True)
+    while folder != volume / "minio":  # made here as root: uid 1000 writes its outputs beside
+        folder.chmod(0o777)
+        folder = folder.parent
     sample_stage("color", 2, 4, 0, host_path(volume, concepts_uri) / "concepts.parquet")
     submitted = {**SUBMITTED, "captioner": "tiny-llm-vllm", "caption_engine": "vllm",
                  "caption_settings": GREEDY, "caption_batch_size": 4}  # fmt: skip
