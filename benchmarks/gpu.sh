@@ -25,6 +25,10 @@ if [ -n "${VLLM_PYTHON:-}" ] && [ "${1:-}" != "--plan" ]; then
   timeout --signal=TERM --kill-after=20 "${VLLM_BENCH_LIMIT:-240}" "$VLLM_PYTHON" -u \
     "$here/vllm_scoring.py" --prefixes 8 --prefix-tokens 1200 --captions 256 \
     || echo "vllm scoring stopped: exit $?"
+  # the same with real image tokens (a tiny Qwen2.5-VL, 1,296 of them per 1,008 px image)
+  timeout --signal=TERM --kill-after=20 "${VLLM_BENCH_LIMIT:-240}" "$VLLM_PYTHON" -u \
+    "$here/vllm_scoring.py" --vlm --image-px 1008 --prefixes 8 --captions 256 \
+    || echo "vllm scoring (images) stopped: exit $?"
 fi
 exec timeout --signal=TERM --kill-after=20 "${GPU_BENCH_LIMIT:-480}" \
   "$python" -u "$here/gpu_bench.py" "$@"
