@@ -202,9 +202,10 @@ def pinned_images(folder: Path):
     from autocomp.pipelines.cluster import images
 
     lock = folder / "lock.json"
-    lock.write_text(json.dumps({kind: {"image": f"{IMAGE_REGISTRY}/autocomp-{kind}:"
-                                       f"{images.image_tag()}", "digest": IMAGE_DIGEST}
-                                for kind in images.IMAGE_KINDS}))  # fmt: skip
+    lock.write_text(json.dumps({key: {"image": images.tagged(key, IMAGE_REGISTRY,
+                                                             images.image_tag()),
+                                      "digest": IMAGE_DIGEST}
+                                for key in images.image_keys()}))  # fmt: skip
     saved = {k: os.environ.get(k) for k in ("AUTOCOMP_IMAGE_LOCK", "AUTOCOMP_IMAGE_REGISTRY")}
     os.environ["AUTOCOMP_IMAGE_LOCK"] = str(lock)
     os.environ["AUTOCOMP_IMAGE_REGISTRY"] = IMAGE_REGISTRY
