@@ -133,7 +133,7 @@ def test_every_task_that_touches_the_store_or_the_hub_gets_its_secret(compiled):
                 assert env["HF_HUB_CACHE"] == "/models/hub"
                 assert env["AUTOCOMP_WEIGHTS_DIR"] == "/models/weights"
         for label in _labels(spec, "exec-"):  # no other step sees a credential
-            step = re.sub(r"(-\d+|-cpu|-\d+x\d+gb)$", "", label.removeprefix("exec-"))
+            step = re.sub(r"(-\d+|(-cpu|-\d+x\d+gb)(-vllm)?)$", "", label.removeprefix("exec-"))
             if step not in store_steps[name] + hub_steps[name]:
                 assert not _secrets(platform, label), label
 
@@ -371,7 +371,9 @@ def test_evaluate_models_fans_out_over_model_and_part_range(compiled):
             given = scoring["inputs"]["parameters"]["model"]["componentInputParameter"]
             assert given == iterator["itemInput"]
             assert "parameterIterator" not in str(spec["components"][task["componentRef"]["name"]])
-    assert loops == 7
+    from autocomp.pipelines.cluster.plan import score_groups
+
+    assert loops == len(score_groups()) == 8  # one loop per score class (cpu-vllm included)
     collects = [t for c in spec["components"].values()
                 for t in c.get("dag", {}).get("tasks", {}).values()
                 if t["taskInfo"]["name"].startswith("collect")]  # fmt: skip
