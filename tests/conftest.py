@@ -194,8 +194,8 @@ IMAGE_REGISTRY = "registry.test/autocomp"
 @contextlib.contextmanager
 def pinned_images(folder: Path):
     """compile names pullable images whatever the checkout's state (a dirty working tree
-    included): an image lock that pins all three images (as `make push` writes it) and the
-    registry the lock names, for the duration."""
+    included): an image lock that pins every image (the three and the caption image's CPU
+    variant, as `make push` writes it) and the registry the lock names, for the duration."""
     import json
     import os
 
