@@ -205,12 +205,13 @@ images: ## build the images, print their sizes (IMAGES="core" picks; VARIANT=cpu
 	  tag=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME))$(if $(VARIANT),-$(VARIANT)) && \
 	  extras=$$($(PYTHON) images/imagetool.py extras $$kind $(VARIANT)) && \
 	  prune=$$($(PYTHON) images/imagetool.py prune $$kind $(VARIANT)) && \
-	  source=$$($(PYTHON) images/imagetool.py source-extra $$kind $(VARIANT)) || exit 1; \
+	  source=$$($(PYTHON) images/imagetool.py source-extra $$kind $(VARIANT)) && \
+	  system=$$($(PYTHON) images/imagetool.py system-packages $$kind $(VARIANT)) || exit 1; \
 	  start=$$(date +%s); \
 	  $(RUN_OR_ECHO) $$build $$flags --build-arg BASE_IMAGE=$$base \
 	    --build-arg EXTRAS=$$extras --build-arg SOURCE_EXTRA=$$source \
 	    --build-arg CONSTRAINTS=images/constraints/$$kind$(if $(VARIANT),-$(VARIANT)).txt \
-	    $${prune:+--build-arg "PRUNE=$$prune"} \
+	    $${prune:+--build-arg "PRUNE=$$prune"} $${system:+--build-arg "SYSTEM_PACKAGES=$$system"} \
 	    --build-arg GIT_COMMIT=$$commit -f images/Dockerfile -t $$tag . || exit 1; \
 	  $(if $(DRY_RUN),:,echo "$$tag: $$($$engine images --format '{{.Size}}' $$tag)," \
 	    "built in $$(( $$(date +%s) - start )) s"); \

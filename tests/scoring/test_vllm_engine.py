@@ -1,8 +1,9 @@
 """The vLLM scoring engine (autocomp.scoring.vllm_engine) against the transformers shared-prefix
 path (autocomp.scoring.generative), in one process of the `vllm` environment (`make
 test-vllm`): the same summed caption log-likelihoods within 1e-4 and the same best caption,
-with vLLM's prefix cache on (its cached spans checked, collisions rescored), the prefix/caption
-tokenisation boundary included, and a prompt longer than max_model_len refused before scoring.
+with vLLM's prefix cache on (its cached spans checked, hits into a caption completed by
+boundary requests), the prefix/caption tokenisation boundary included, and a prompt longer than
+max_model_len refused before scoring.
 
 The tiny Qwen2.5-VL and LLaVA (head_dim 64, images of two sizes, and blind requests) and a tiny
 text-only Qwen2 (a merge across the prefix/caption boundary) hold the engine to that equality.
@@ -27,7 +28,7 @@ SHARED = "A red cup on the left of a blue ball, next to a green cube and a yello
 CAPTIONS = [
     "A red cup.",
     "\nA caption that starts with a newline",  # the prefix ends with one: the boundary case
-    SHARED + " box.",  # these three share whole blocks past the prefix: rescored
+    SHARED + " box.",  # these three share whole blocks past the prefix: boundaries
     SHARED + " ball.",
     SHARED + " cone!",
     "A",
@@ -88,9 +89,30 @@ def test_text_scores_equal_the_shared_prefix_path(text_pair):
     done = {k: engine.calls[k] - before[k] for k in engine.calls}
     assert done["prefix_forwards"] == len(prompts)  # one warm request per prefix
     assert done["candidate_forwards"] == len(requests)
-    # the captions sharing SHARED reach into each other's cached blocks: vLLM would hand back
-    # unwritten log-prob rows for them; they were rescored without the cache instead
-    assert 0 < done["rescored"] < len(requests)
+    # the captions sharing SHARED reach into each other's cached blocks: vLLM hands back
+    # unwritten log-prob rows for them; boundary requests of the shared heads filled them in
+    assert done["boundaries"] > 0 and done["rescored"] == 0
+
+
+def test_a_boundary_whose_own_hit_reaches_the_caption_is_completed_from_a_shorter_one(
+    text_pair, monkeypatch
+):
+    engine, reference = text_pair
+    levels: list[int] = []
+    wanted = engine._wanted
+
+    def counted(spans, made):
+        found = wanted(spans, made)
+        levels.append(len(found))
+        return found
+
+    monkeypatch.setattr(engine, "_wanted", counted)
+    long = SHARED + " box, under a purple cone and"  # shares three blocks past the prefix
+    captions = [long + " x.", long + " y.", long + " z and more words.", SHARED + " cone!"]
+    requests = [ScoreRequest(None, c, p) for p in (None, "What is shown?") for c in captions]
+    _assert_same(engine, reference, requests, {})
+    # boundaries of the shared heads, then (a boundary's own hit in the caption) shorter ones
+    assert levels[0] > 0 and levels[1] > 0 and levels[-1] == 0
 
 
 def test_the_prefix_caption_boundary_is_the_shared_prefix_paths(text_pair):

@@ -20,11 +20,18 @@ the cache hit stops before the caption: the model runner computes prompt log-pro
    blocks; if the prefix length P is a multiple of the block size its last row (the
    log-probabilities of the first caption token) would then be cached, so the warm request
    returns the full next-token distribution and that token's log-prob is taken from it;
-2. the candidates run with the cache read; each output's `num_cached_tokens` (the hit the
+2. the candidates run with the cache read; each output's `num_cached_tokens` C (the hit the
    scheduler recorded at its first scheduling) is checked: the rows a caption needs start at
-   P - 1 (at P when P is a block multiple), and any candidate whose hit reaches past that (two
-   captions sharing their first tokens can share a whole block that reaches into the caption)
-   is rescored with skip_reading_prefix_cache=True, a full recompute.
+   P - 1 (at P when P is a block multiple). Two captions that share their first tokens can
+   share a whole block past the prefix, so a candidate's hit can reach into its caption (with
+   a Color item's captions, which share their first words, most of them do once the prefix's
+   tail and their first words fill a block). Its missing rows (positions P .. C) depend only
+   on its first C tokens, so they are taken from a **boundary request** of exactly those C
+   tokens (prefix + caption head, whole blocks; one per distinct head, reading the cache):
+   its own rows give positions past its own hit, and its next-token distribution gives the
+   row at C; where the boundary's own hit reaches into the caption too, the same again on
+   its head (recursively, each level shorter by a block). A candidate is rescored with
+   skip_reading_prefix_cache=True (a full recompute) only where vLLM reports no hit count.
 
 The cache is emptied at the start of each `score` call (a caption scored before would be found
 whole in it), and every row read is checked to hold the caption's own token.
@@ -32,7 +39,12 @@ whole in it), and every row read is checked to hold the caption's own token.
 `naive=True` disables the prefix cache (every candidate recomputes its prefix: the cost the
 issue measured, about P / caption-length times the work). `max_model_len` (the entry's, else
 DEFAULT_MAX_MODEL_LEN) bounds prefix + caption; a longer one is refused before anything is
-scored, never truncated. Tensor parallelism is the entry's `gpus`.
+scored, never truncated. Tensor parallelism is the entry's `gpus`. Without torchvision (the
+caption image's CPU variant) a multimodal model is refused in one line before vLLM starts.
+
+Over 450 lines because the engine's exactness is one argument read top to bottom: the cache
+rules above, the boundary requests that complete a collided candidate, and the check on every
+row read, beside the start-up faults that each end in one line.
 """
 
 from __future__ import annotations
@@ -49,10 +61,9 @@ from autocomp.scoring.generative import BLIND_PROMPT, DEFAULT_PROMPT, caption_id
 from autocomp.scoring.registry import ModelEntry
 
 DEFAULT_MAX_MODEL_LEN = 4096  # prefix + caption tokens; an entry's `max_model_len` overrides it
-# The prefix cache's block (tokens). Large, on every platform (vLLM's GPU default is 16): a
-# candidate recomputes the prefix's tail past its last whole block (B / 2 tokens on average), and
-# two candidates collide (one is rescored) only when they fill a block past the prefix with the
-# same caption tokens, which a 128-token block all but rules out for captions of ~20 tokens.
+# The prefix cache's block (tokens), on every platform (vLLM's GPU default is 16): a candidate
+# recomputes the prefix's tail past its last whole block (B / 2 tokens on average); smaller
+# blocks make more candidates' hits reach into their captions (each distinct head: a boundary).
 DEFAULT_BLOCK_SIZE = 128
 CPU_KV_CACHE_BYTES = 1 << 30  # the KV cache on a CPU platform (vLLM's default there is a share
 # of the whole machine's memory)
@@ -81,6 +92,18 @@ class _Group:
     captions: list[list[int]]  # the distinct captions' ids
     by_text: dict[str, tuple[int, ...]]  # each caption text's ids
     first: dict[int, float] | None = None  # first caption token -> log-prob (P a block multiple)
+
+
+@dataclass
+class _Span:
+    """A request of a prefix + caption `head` (a boundary or a candidate): the log-probs of the
+    tokens it computed itself (position -> log-prob, after its hit of `cached` tokens) and, for
+    a boundary, those of the next tokens its continuations need (`after`)."""
+
+    head: tuple[int, ...]
+    rows: dict[int, float]
+    cached: int
+    after: dict[int, float]
 
 
 class VllmScorer(Scorer):
@@ -161,7 +184,8 @@ class VllmScorer(Scorer):
                 "(kv_cache_bytes), the entry's `max_model_len`, or its `gpus`",
             ) from exc
         self.block_size = int(self.llm.llm_engine.vllm_config.cache_config.block_size)
-        self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "rescored": 0, "chunks": 0}
+        self.calls = {"prefix_forwards": 0, "candidate_forwards": 0, "boundaries": 0,
+                      "rescored": 0, "chunks": 0}  # fmt: skip
 
     def _weights(self) -> Any:
         if self.entry.is_tiny:
@@ -266,9 +290,8 @@ class VllmScorer(Scorer):
         return found
 
     def _cached(self, groups: list[_Group]) -> dict[int, dict[tuple[int, ...], float]]:
-        """Warm each prefix, score the candidates reading the cache, rescore those whose
-        cached span reached their caption (see the module doc). The cache starts empty: a
-        caption scored by an earlier call would otherwise be found whole in it, and rescored."""
+        """Warm each prefix, score the candidates reading the cache (from an empty one: each
+        call alike), complete those whose hit reached their caption (the module doc)."""
         self.llm.reset_prefix_cache()
         self._warm(groups)
         jobs = [(g, c) for g in groups for c in g.captions]
@@ -278,12 +301,19 @@ class VllmScorer(Scorer):
         self.calls["candidate_forwards"] += len(jobs)
         found: dict[int, dict[tuple[int, ...], float]] = {id(g): {} for g in groups}
         again: list[tuple[_Group, list[int]]] = []
+        late: list[tuple[_Group, _Span]] = []
         for (g, c), out in zip(jobs, outputs):
             start = self._first_row(g)
-            if out.num_cached_tokens is None or out.num_cached_tokens > start:
+            if out.num_cached_tokens is None:
                 again.append((g, c))
+            elif out.num_cached_tokens > start:  # the hit reaches into the caption
+                late.append((g, self._span(g, tuple(c), out, set())))
             else:
                 found[id(g)][tuple(c)] = self._summed(g, c, out, start)
+        if late:
+            spans = self._boundaries(late)
+            for g, span in late:
+                found[id(g)][span.head] = float(sum(self._head_rows(g, span, spans)))
         if again:
             outputs = self._generate(
                 [self._prompt(g.sent + c, g.image) for g, c in again], self._params(False)
@@ -295,6 +325,85 @@ class VllmScorer(Scorer):
                                        "for a request told to skip the prefix cache")  # fmt: skip
                 found[id(g)][tuple(c)] = self._summed(g, c, out, len(g.expanded) - 1)
         return found
+
+    def _span(self, group: _Group, head: tuple[int, ...], out: Any, after: set[int]) -> _Span:
+        """The rows a request of prefix + `head` computed itself (those after its cache hit and
+        in the caption), and the log-probs of the `after` tokens at its end."""
+        self._check_prompt(group, list(head), out)
+        length = len(group.expanded)
+        cached = int(out.num_cached_tokens or 0)
+        rows = {
+            p: self._row(out, p, head[p - length])
+            for p in range(max(cached + 1, length), length + len(head))
+        }
+        dist = out.outputs[0].logprobs[0] if after else {}
+        missing = [t for t in after if t not in dist]
+        if missing:
+            raise RuntimeError(f"vLLM returned no log-prob for tokens {missing} after a "
+                               "boundary request")  # fmt: skip
+        return _Span(head, rows, cached, {t: dist[t].logprob for t in after})
+
+    def _boundaries(self, late: list[tuple[_Group, _Span]]) -> dict[tuple[int, tuple], _Span]:
+        """Run a boundary request for each distinct head of whole blocks a late candidate's
+        hit covered (and, level by level, for those a boundary's own hit covers), each with
+        the next tokens its continuations need; keyed by (group, head)."""
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            max_tokens=1, temperature=0.0, detokenize=False, prompt_logprobs=0, logprobs=-1,
+            skip_reading_prefix_cache=False,
+        )  # fmt: skip
+        spans: dict[tuple[int, tuple], _Span] = {}
+        groups = {id(g): g for g, _ in late}
+        wanted = self._wanted({}, [(g, s) for g, s in late])
+        while wanted:
+            keys = list(wanted)
+            prompts = [self._prompt(groups[k[0]].sent + list(k[1]), groups[k[0]].image)
+                       for k in keys]  # fmt: skip
+            outputs = self._generate(prompts, params)
+            self.calls["boundaries"] += len(keys)
+            made = []
+            for key, out in zip(keys, outputs):
+                spans[key] = self._span(groups[key[0]], key[1], out, wanted[key])
+                made.append((groups[key[0]], spans[key]))
+            wanted = self._wanted(spans, made)
+        return spans
+
+    def _wanted(
+        self, spans: Mapping[tuple[int, tuple], _Span], made: list[tuple[_Group, _Span]]
+    ) -> dict[tuple[int, tuple], set[int]]:
+        """The boundary requests `made` spans need (not run yet, or run without asking for
+        this next token): for a span whose hit C reaches past the prefix, its first C - P
+        caption tokens, with the token at C."""
+        wanted: dict[tuple[int, tuple], set[int]] = {}
+        for g, span in made:
+            cut = span.cached - len(g.expanded)
+            if cut <= 0:  # the hit stops in the prefix (or at its end: the warm request)
+                continue
+            key, token = (id(g), span.head[:cut]), span.head[cut]
+            if key in spans and token in spans[key].after:
+                continue
+            known = spans[key].after if key in spans else {}  # run again, asking for more
+            wanted.setdefault(key, set(known)).add(token)
+        return wanted
+
+    def _head_rows(
+        self, group: _Group, span: _Span, spans: Mapping[tuple[int, tuple], _Span]
+    ) -> list[float]:
+        """The log-probs of every caption token of `span` (positions P on): those before its
+        hit from the boundary of its first C - P tokens, the one at C from that boundary's
+        next-token log-probs (the warm request's where C = P), the rest its own."""
+        length = len(group.expanded)
+        cut = span.cached - length
+        if cut < 0 or (cut == 0 and group.first is None):
+            return [span.rows[p] for p in range(length, length + len(span.head))]
+        if cut == 0:
+            before, at = [], group.first[span.head[0]]  # type: ignore[index]
+        else:
+            parent = spans[(id(group), span.head[:cut])]
+            before, at = self._head_rows(group, parent, spans), parent.after[span.head[cut]]
+        rest = range(span.cached + 1, length + len(span.head))
+        return before + [at] + [span.rows[p] for p in rest]
 
     def _first_row(self, group: _Group) -> int:
         """The first prompt log-prob row a candidate must compute itself: P - 1 (the row that
@@ -335,15 +444,8 @@ class VllmScorer(Scorer):
     def _summed(self, group: _Group, caption: list[int], out: Any, start: int) -> float:
         """The caption's summed log-prob from the output's prompt log-probs (the entry of
         position t holds log p(token t | tokens before t)); the first token from the warm
-        request where `start` is P. vLLM's V1 model runner returns an entry for every position
-        (those of cached positions unwritten); the V2 runner (vLLM's default on a GPU from
-        0.33) returns the computed ones only, after the cached span: `shift` says which."""
+        request where `start` is P."""
         self._check_prompt(group, caption, out)
-        rows = out.prompt_logprobs
-        shift = len(out.prompt_token_ids) - len(rows)
-        if shift not in (0, out.num_cached_tokens or 0):
-            raise RuntimeError(f"vLLM returned {len(rows)} prompt log-prob entries for "
-                               f"{len(out.prompt_token_ids)} prompt tokens")  # fmt: skip
         length = len(group.expanded)
         total = 0.0
         for offset, token in enumerate(caption):
@@ -352,9 +454,21 @@ class VllmScorer(Scorer):
                 assert group.first is not None
                 total += group.first[token]
                 continue
-            row = rows[position - shift]
-            if not row or token not in row:
-                raise RuntimeError(f"vLLM returned no prompt log-prob for token {token} at "
-                                   f"position {position}")  # fmt: skip
-            total += row[token].logprob
+            total += self._row(out, position, token)
         return float(total)
+
+    def _row(self, out: Any, position: int, token: int) -> float:
+        """log p(token at `position` | the tokens before) from the output's prompt log-probs.
+        vLLM's V1 model runner returns an entry for every position (those of cached positions
+        unwritten); the V2 runner (vLLM's default on a GPU from 0.33) returns the computed ones
+        only, after the cached span: the list's length says which."""
+        rows = out.prompt_logprobs
+        shift = len(out.prompt_token_ids) - len(rows)
+        if shift not in (0, out.num_cached_tokens or 0):
+            raise RuntimeError(f"vLLM returned {len(rows)} prompt log-prob entries for "
+                               f"{len(out.prompt_token_ids)} prompt tokens")  # fmt: skip
+        row = rows[position - shift]
+        if not row or token not in row:
+            raise RuntimeError(f"vLLM returned no prompt log-prob for token {token} at "
+                               f"position {position}")  # fmt: skip
+        return float(row[token].logprob)

@@ -75,7 +75,11 @@ SMALL = (32, 4, 2)
 HEAD64 = (128, 2, 1)
 
 
-def _build_qwen2_5_vl(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None:
+def _build_qwen2_5_vl(
+    folder: Path, sizes: tuple[int, int, int] = SMALL, layers: int = 2, pixels: int = 56 * 56
+) -> None:
+    """A tiny Qwen2.5-VL: text `sizes` x `layers`, a one-block vision tower; an image is resized
+    to at most `pixels` (56 x 56: 4 image tokens; benchmarks/vllm_scoring.py widens it)."""
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -89,7 +93,7 @@ def _build_qwen2_5_vl(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None
     tok = byte_level_tokenizer(specials)
     ids = {s: tok.convert_tokens_to_ids(s) for s in specials}
     image_processor = Qwen2VLImageProcessor(
-        min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2
+        min_pixels=56 * 56, max_pixels=pixels, patch_size=14, merge_size=2, temporal_patch_size=2
     )
     processor = Qwen2_5_VLProcessor(
         image_processor=image_processor,
@@ -103,7 +107,8 @@ def _build_qwen2_5_vl(folder: Path, sizes: tuple[int, int, int] = SMALL) -> None
     config = Qwen2_5_VLConfig(  # type: ignore[call-arg]
         text_config={
             "vocab_size": len(tok), "hidden_size": hidden, "intermediate_size": 2 * hidden,
-            "num_hidden_layers": 2, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": kv_heads,
             "rope_scaling": {"type": "mrope", "mrope_section": [half // 4, half // 4,
                                                                half - 2 * (half // 4)]},
             "max_position_embeddings": 4096, "bos_token_id": ids["<|endoftext|>"],
