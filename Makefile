@@ -217,11 +217,12 @@ images: ## build the images, print their sizes (IMAGES="core" picks; VARIANT=cpu
 	    "built in $$(( $$(date +%s) - start )) s"); \
 	done
 
-push: ## push the images built by `make images`; write their digests to images/lock.json (all or none)
+push: ## push the images built by `make images` (VARIANT=cpu: the variant, locked as <image>-cpu); write their digests to images/lock.json (all or none)
 	@builder=$$($(PYTHON) images/imagetool.py builder $(BUILDER)) || exit 1; \
 	[ -n "$$AUTOCOMP_IMAGE_REGISTRY" ] || { echo "make push: $(NO_REGISTRY)" >&2; exit 1; }; \
 	pairs=; for kind in $(IMAGES); do \
-	  pairs="$$pairs $$kind=$$(AUTOCOMP_IMAGE_LOCK=/dev/null $(IMAGE_NAME))" || exit 1; done; \
+	  pairs="$$pairs $$kind$(if $(VARIANT),-$(VARIANT))=$$(AUTOCOMP_IMAGE_LOCK=/dev/null \
+	    $(IMAGE_NAME))$(if $(VARIANT),-$(VARIANT))" || exit 1; done; \
 	$(RUN_OR_ECHO) $(PYTHON) images/imagetool.py push $$builder $(IMAGE_WORK) $$pairs
 
 base-image: ## bootstrap the local base image from Debian packages (debootstrap, python3; root)

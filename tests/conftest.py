@@ -194,17 +194,18 @@ IMAGE_REGISTRY = "registry.test/autocomp"
 @contextlib.contextmanager
 def pinned_images(folder: Path):
     """compile names pullable images whatever the checkout's state (a dirty working tree
-    included): an image lock that pins all three images (as `make push` writes it) and the
-    registry the lock names, for the duration."""
+    included): an image lock that pins every image (the three and the caption image's CPU
+    variant, as `make push` writes it) and the registry the lock names, for the duration."""
     import json
     import os
 
     from autocomp.pipelines.cluster import images
 
     lock = folder / "lock.json"
-    lock.write_text(json.dumps({kind: {"image": f"{IMAGE_REGISTRY}/autocomp-{kind}:"
-                                       f"{images.image_tag()}", "digest": IMAGE_DIGEST}
-                                for kind in images.IMAGE_KINDS}))  # fmt: skip
+    lock.write_text(json.dumps({key: {"image": images.tagged(key, IMAGE_REGISTRY,
+                                                             images.image_tag()),
+                                      "digest": IMAGE_DIGEST}
+                                for key in images.image_keys()}))  # fmt: skip
     saved = {k: os.environ.get(k) for k in ("AUTOCOMP_IMAGE_LOCK", "AUTOCOMP_IMAGE_REGISTRY")}
     os.environ["AUTOCOMP_IMAGE_LOCK"] = str(lock)
     os.environ["AUTOCOMP_IMAGE_REGISTRY"] = IMAGE_REGISTRY

@@ -219,7 +219,7 @@ def cluster(s3_server, tmp_path):  # noqa: F811
     the stand-ins', the environment a reader has, the KFP stand-in)."""
     import boto3
 
-    from autocomp.pipelines.cluster.images import IMAGE_KINDS, image_tag
+    from autocomp.pipelines.cluster.images import IMAGE_KINDS, image_keys, image_tag, tagged
 
     api, registry = KfpStandIn(tag_name="2.15.0"), RegistryStandIn()
     for kind in IMAGE_KINDS:
@@ -233,9 +233,8 @@ def cluster(s3_server, tmp_path):  # noqa: F811
     addresses = {"https://kubeflow.example.com/pipeline": api.host,
                  "registry.example.com/ml": f"{registry.host}/ml"}  # fmt: skip
     lock = tmp_path / "lock.json"
-    lock.write_text(json.dumps({kind: {"image": f"{registry.host}/ml/autocomp-{kind}:"
-                                       f"{image_tag()}", "digest": DIGEST}
-                                for kind in IMAGE_KINDS}))  # fmt: skip
+    lock.write_text(json.dumps({key: {"image": tagged(key, f"{registry.host}/ml", image_tag()),
+                                      "digest": DIGEST} for key in image_keys()}))  # fmt: skip
     env = {**keys, "AUTOCOMP_S3_ENDPOINT": endpoint, "KUBECONFIG": str(tmp_path / "absent"),
            "AUTOCOMP_IMAGE_LOCK": str(lock),
            "AUTOCOMP_IMAGE_REGISTRY": addresses["registry.example.com/ml"]}  # fmt: skip

@@ -1,4 +1,4 @@
-"""What every pipelines test compiles with (set for tests/pipelines only: package scope): an image lock that pins all three images (as
+"""What every pipelines test compiles with (set for tests/pipelines only: package scope): an image lock that pins every image (as
 `make push` writes it), so compile names pullable images whatever the checkout's state (a dirty
 working tree included), and the registry the lock names."""
 

@@ -37,8 +37,8 @@ def dists(registry, tmp_path_factory):
     from autocomp.pipelines.compile import compile_all
 
     lock = tmp_path_factory.mktemp("lock") / "lock.json"
-    lock.write_text(json.dumps({k: {"image": f"{registry.host}/autocomp-{k}:v1", "digest": DIGEST}
-                                for k in images.IMAGE_KINDS}))  # fmt: skip
+    lock.write_text(json.dumps({k: {"image": images.tagged(k, registry.host, "v1"),
+                                    "digest": DIGEST} for k in images.image_keys()}))  # fmt: skip
     saved = os.environ["AUTOCOMP_IMAGE_LOCK"]
     os.environ["AUTOCOMP_IMAGE_LOCK"] = str(lock)
     images.image_lock.cache_clear()
@@ -86,11 +86,12 @@ def test_doctor_passes_a_ready_installation(dists, tmp_path, no_kubeconfig, caps
     )
     assert lines[2 + 2 * k] == f"PASS store: {store} is reachable from this machine: {PROBE_PASSED}"
     images = [line for line in lines if line.split()[1] == "image"]
-    assert sorted(line.split()[0] for line in images) == ["FAIL", "PASS", "PASS"]
-    assert "autocomp-caption" in next(i for i in images if i.startswith("FAIL")) and (
-        "push it" in images[0] + images[1] + images[2]
-    )
-    assert lines[-1] == "doctor: 1 check(s) failed" and exit_.value.code == 1  # that image
+    # the caption image and its CPU variant (the cpu-vllm score class runs in it)
+    assert sorted(line.split()[0] for line in images) == ["FAIL", "FAIL", "PASS", "PASS"]
+    failed = [i for i in images if i.startswith("FAIL")]
+    assert all("autocomp-caption" in i for i in failed) and any("-cpu@" in i for i in failed)
+    assert "push it" in "".join(images)
+    assert lines[-1] == "doctor: 2 check(s) failed" and exit_.value.code == 1  # those images
     assert (  # the engine of each model step, as `autocomp plan` names them
         "INFO engines generate_benchmark: caption vllm (image caption), render diffusers "
         "(image gpu), validate transformers (image gpu)"
@@ -228,7 +229,7 @@ def test_doctor_checks_the_namespace_nodes_and_store_through_the_kube_api(
     assert container["image"].split("/")[-1] == f"autocomp-core:v1@{DIGEST}"
     assert {e["name"] for e in container["env"]} >= {"AWS_ACCESS_KEY_ID", "AUTOCOMP_S3_ENDPOINT"}
     assert pod["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
-    assert report.failed == 1  # the caption image is not in the registry
+    assert report.failed == 2  # the caption image and its CPU variant are not in the registry
 
 
 @pytest.mark.slow
@@ -313,12 +314,15 @@ def test_doctor_names_the_engine_of_each_model_step():
             "exec-render": {"container": {"image": image.format("gpu")}},
             "exec-sample": {"container": {"image": image.format("core")}},
             "exec-score-1x16gb-2": {"container": {"image": image.format("gpu")}},
+            "exec-score-cpu-vllm": {"container": {"image": image.format("caption").replace(
+                ":v1@", ":v1-cpu@")}},
         }},
     }]  # fmt: skip
-    engines = {"caption": "transformers", "render": "diffusers", "score-1x16gb": "open_clip"}
+    engines = {"caption": "transformers", "render": "diffusers", "score-1x16gb": "open_clip",
+               "score-cpu-vllm": "vllm"}  # fmt: skip
     assert step_engines(docs, engines) == [
         "caption vllm (image caption)", "render diffusers (image gpu)",
-        "score-1x16gb open_clip (image gpu)",
+        "score-1x16gb open_clip (image gpu)", "score-cpu-vllm vllm (image caption-cpu)",
     ]  # fmt: skip
     docs[0]["root"]["inputDefinitions"]["parameters"]["caption_engine"]["defaultValue"] = (
         "transformers"

@@ -133,7 +133,7 @@ def test_every_task_that_touches_the_store_or_the_hub_gets_its_secret(compiled):
                 assert env["HF_HUB_CACHE"] == "/models/hub"
                 assert env["AUTOCOMP_WEIGHTS_DIR"] == "/models/weights"
         for label in _labels(spec, "exec-"):  # no other step sees a credential
-            step = re.sub(r"(-\d+|-cpu|-\d+x\d+gb)$", "", label.removeprefix("exec-"))
+            step = re.sub(r"(-\d+|(-cpu|-\d+x\d+gb)(-vllm)?)$", "", label.removeprefix("exec-"))
             if step not in store_steps[name] + hub_steps[name]:
                 assert not _secrets(platform, label), label
 
@@ -233,6 +233,7 @@ def _score_classes(spec: dict, platform: dict) -> dict[str, dict]:
                 "cpu": resources.get("resourceCpuLimit"),
                 "memory": resources.get("resourceMemoryLimit"),
                 "parallelism": loop["iteratorPolicy"]["parallelismLimit"],
+                "image": executors[label]["container"]["image"],
             }
     return found
 
@@ -240,8 +241,10 @@ def _score_classes(spec: dict, platform: dict) -> dict[str, dict]:
 def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(compiled):
     spec, platform = _docs(compiled / "evaluate_models.yaml")
     classes = _score_classes(spec, platform)
+    # score-cpu-vllm: the tiny vLLM entries (gpus.SCORE_IMAGES)
     assert set(classes) == {"score-cpu", "score-1x16gb", "score-1x24gb", "score-1x40gb",
-                            "score-2x80gb", "score-4x48gb", "score-4x80gb"}  # fmt: skip
+                            "score-2x80gb", "score-4x48gb", "score-4x80gb",
+                            "score-cpu-vllm"}  # fmt: skip
     for name, c in classes.items():
         # an empty class skips its whole sub-DAG: no pod, no 4-GPU node to wait for
         assert c["condition"].endswith("> 0") and "count" in c["condition"], name
@@ -266,6 +269,52 @@ def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(co
         if "executorLabel" in component:
             resources = executors[component["executorLabel"]]["container"]["resources"]
             assert "accelerator" not in resources
+
+
+def test_each_score_class_runs_in_the_image_of_its_engine(compiled):
+    """vLLM lives in the caption image (its CPU variant for a class without GPUs): the class of
+    the tiny vLLM entries names the -cpu tag, every other class the gpu image; a class split by
+    engine keeps its size's resources."""
+    from autocomp.pipelines.cluster.images import image
+
+    spec, platform = _docs(compiled / "evaluate_models.yaml")
+    classes = _score_classes(spec, platform)
+    for name, c in classes.items():
+        wanted = image("caption", "cpu") if name.endswith("-vllm") else image("gpu")
+        assert c["image"] == wanted, name
+    assert classes["score-cpu-vllm"]["image"].split("@")[0].endswith("-cpu")
+    same = {k: v for k, v in classes["score-cpu"].items() if k != "image"}
+    assert {k: v for k, v in classes["score-cpu-vllm"].items() if k != "image"} == same
+    # each class's collect step reads the store only: the core image, whatever the engine
+    executors = spec["deploymentSpec"]["executors"]
+    collects = [label for label in executors if label.startswith("exec-collect-scores")]
+    assert collects and {executors[c]["container"]["image"] for c in collects} == {image("core")}
+
+
+def test_a_four_gpu_vllm_entry_is_a_class_of_its_own_in_the_caption_image(tmp_path):
+    """A registry whose only GPU vLLM entry needs 4 GPUs of 80 GB: `4x80gb-vllm`, the caption
+    image (not its CPU variant), the resources and placement of `4x80gb`."""
+    import os
+    import subprocess
+    import sys
+
+    from autocomp.pipelines.cluster.images import image
+    from autocomp.scoring.registry import all_models
+
+    big = {**all_models()["qwen3.5-122b-a10b"].raw, "name": "big-vllm", "engine": "vllm"}
+    extra = tmp_path / "registry.yaml"
+    extra.write_text(yaml.safe_dump({"models": [big]}, sort_keys=False))
+    out = tmp_path / "dist"
+    env = {**os.environ, "AUTOCOMP_MODEL_REGISTRY": str(extra)}
+    done = subprocess.run([sys.executable, "-m", "autocomp.cli.main", "compile", "--out", str(out)],
+                          env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    classes = _score_classes(*_docs(out / "evaluate_models.yaml"))
+    assert {n for n in classes if n.endswith("-vllm")} == {"score-cpu-vllm", "score-4x80gb-vllm"}
+    vllm, plain = classes["score-4x80gb-vllm"], classes["score-4x80gb"]
+    assert vllm["image"] == image("caption") and plain["image"] == image("gpu")
+    assert vllm["gpus"] == 4 and vllm["affinity"] == plain["affinity"] is not None
+    assert (vllm["cpu"], vllm["memory"]) == (plain["cpu"], plain["memory"])
 
 
 def test_selection_is_decided_at_compile_time(compiled):
@@ -322,7 +371,9 @@ def test_evaluate_models_fans_out_over_model_and_part_range(compiled):
             given = scoring["inputs"]["parameters"]["model"]["componentInputParameter"]
             assert given == iterator["itemInput"]
             assert "parameterIterator" not in str(spec["components"][task["componentRef"]["name"]])
-    assert loops == 7
+    from autocomp.pipelines.cluster.plan import score_groups
+
+    assert loops == len(score_groups()) == 8  # one loop per score class (cpu-vllm included)
     collects = [t for c in spec["components"].values()
                 for t in c.get("dag", {}).get("tasks", {}).values()
                 if t["taskInfo"]["name"].startswith("collect")]  # fmt: skip

@@ -166,3 +166,17 @@ def test_an_engine_that_cannot_start_says_why_and_which_setting():
         r"blocks.*\); change what it names: the KV cache \(kv_cache_bytes\)",
     ):
         load_scorer(entry, device="cpu", kv_cache_bytes=4096)  # room for no block at all
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen2.5-vl-vllm", "tiny-llava-vllm"])
+def test_without_torchvision_a_multimodal_model_is_refused_in_one_line(name, monkeypatch):
+    """The caption image's CPU variant has no torchvision (imagetool.py PRUNE): Qwen2.5-VL's
+    processor stops there, and LLaVA's loads (a PIL fallback) but vLLM's llava module imports
+    torchvision; both are one line naming where to score instead, before any engine starts."""
+    import sys
+
+    for module in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # import fails, find_spec says None
+    with pytest.raises(UsageError, match="no torchvision.*GPU score class.*make vllm-env"):
+        load_scorer(get_model(name), device="cpu", block_size=BLOCK)

@@ -39,7 +39,12 @@ whole in it), and every row read is checked to hold the caption's own token.
 `naive=True` disables the prefix cache (every candidate recomputes its prefix: the cost the
 issue measured, about P / caption-length times the work). `max_model_len` (the entry's, else
 DEFAULT_MAX_MODEL_LEN) bounds prefix + caption; a longer one is refused before anything is
-scored, never truncated. Tensor parallelism is the entry's `gpus`.
+scored, never truncated. Tensor parallelism is the entry's `gpus`. Without torchvision (the
+caption image's CPU variant) a multimodal model is refused in one line before vLLM starts.
+
+Over 450 lines because the engine's exactness is one argument read top to bottom: the cache
+rules above, the boundary requests that complete a collided candidate, and the check on every
+row read, beside the start-up faults that each end in one line.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import Any
 
 from autocomp.errors import UsageError
@@ -64,6 +70,14 @@ CPU_KV_CACHE_BYTES = 1 << 30  # the KV cache on a CPU platform (vLLM's default t
 ENGINE_HINT = (
     "the vllm engine needs vLLM, which pins its own torch: run in the `vllm` environment "
     "(`make vllm-env`) or the caption image, or score with `engine: transformers`"
+)
+# The caption image's CPU variant has no torchvision (images/imagetool.py PRUNE): there the engine
+# scores text-only models (docs/backends.md, Engines)
+NO_TORCHVISION = (
+    "cannot score the multimodal model {model} here: this environment has no torchvision, which "
+    "vLLM's multimodal models and their processors import (the caption image's CPU variant "
+    "leaves it out); score it on a GPU score class (the caption image), in the `vllm` "
+    "environment (`make vllm-env`), or with `engine: transformers`"
 )
 
 
@@ -123,13 +137,23 @@ class VllmScorer(Scorer):
         self.prompt = entry.prompt or DEFAULT_PROMPT
         self.max_model_len = int(max_model_len or entry.value("max_model_len") or
                                  DEFAULT_MAX_MODEL_LEN)  # fmt: skip
-        source = str(self._weights())
         revision = None if entry.is_tiny else entry.revision
-        self.processor = transformers.AutoProcessor.from_pretrained(
-            source, trust_remote_code=entry.trust_remote_code, revision=revision
-        )
+        try:
+            source = str(self._weights())
+            self.processor = transformers.AutoProcessor.from_pretrained(
+                source, trust_remote_code=entry.trust_remote_code, revision=revision
+            )
+        except ImportError as exc:  # transformers: "requires ... Torchvision", "Could not import"
+            if find_spec("torchvision"):
+                raise
+            raise UsageError("engine", "vllm", NO_TORCHVISION.format(model=entry.name)) from exc
         # a text-only model's processor is its tokenizer
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        if hasattr(self.processor, "image_processor") and not find_spec("torchvision"):
+            # vLLM's multimodal model modules import torchvision (vllm 0.32.0
+            # model_executor/models/llava.py:61 -> pixtral.py:19 -> transformers' pixtral image
+            # processor); without it the engine fails to "inspect" the architecture
+            raise UsageError("engine", "vllm", NO_TORCHVISION.format(model=entry.name))
         options: dict[str, Any] = {}
         if current_platform.is_cpu():
             options["kv_cache_memory_bytes"] = kv_cache_bytes or CPU_KV_CACHE_BYTES

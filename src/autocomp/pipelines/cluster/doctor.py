@@ -29,6 +29,7 @@ from typing import Any
 from autocomp.errors import UsageError
 from autocomp.pipelines.cluster import backends
 from autocomp.pipelines.cluster.client import Endpoint
+from autocomp.pipelines.cluster.images import key_of
 from autocomp.pipelines.cluster.nodes import (  # noqa: F401  (doctor's names since before)
     _mib,
     fitting,
@@ -502,9 +503,8 @@ def step_engines(docs: list[dict[str, Any]], engines: dict[str, str]) -> list[st
         engine = caption if step == "caption" and caption else engines.get(plan_step or "")
         if not engine:
             continue
-        image = executor.get("container", {}).get("image", "")
-        kind = re.search(r"autocomp-([a-z]+)", image)
-        found.append(f"{step} {engine}" + (f" (image {kind[1]})" if kind else ""))
+        kind = key_of(executor.get("container", {}).get("image", ""))  # caption-cpu: a variant
+        found.append(f"{step} {engine}" + (f" (image {kind})" if kind else ""))
     return found
 
 

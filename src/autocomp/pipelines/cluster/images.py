@@ -5,7 +5,9 @@ its place. The rule is the one `make images` and `make push` use too:
 - name: $AUTOCOMP_IMAGE_REGISTRY/autocomp-<kind>;
 - tag: the package version plus the git commit (`0.1.0-<commit>`, `-dirty` when the files that go
   into an image differ from that commit); inside an image the commit comes from the image itself
-  ($AUTOCOMP_GIT_COMMIT, set at build time);
+  ($AUTOCOMP_GIT_COMMIT, set at build time); a variant of a kind (IMAGE_VARIANTS: the caption
+  image's CPU build) is the same name tagged `<tag>-<variant>` (`make images IMAGES=caption
+  VARIANT=cpu`) and locked as `<kind>-<variant>`;
 - digest: where `make push` wrote images/lock.json (or $AUTOCOMP_IMAGE_LOCK names one), the
   compiled pipelines name each image by the digest that was pushed, never by a mutable tag.
 
@@ -29,6 +31,8 @@ from pathlib import Path
 from autocomp import __version__
 
 IMAGE_KINDS = ("core", "gpu", "caption")  # images/imagetool.py: the extras of each
+# (kind, variant): images/imagetool.py VARIANTS (the same kind from other extras, tagged -variant)
+IMAGE_VARIANTS = (("caption", "cpu"),)
 UNRESOLVED = "autocomp-{kind}:unresolved"  # what a component names until a build resolves it
 DEFAULT_REGISTRY = "ghcr.io/autocomp"
 CHECKOUT = Path(__file__).resolve().parents[4]  # the repository root, when run from a checkout
@@ -79,13 +83,53 @@ def image_lock() -> dict[str, dict[str, str]]:
     return json.loads(path.read_text())
 
 
-def image(kind: str) -> str:
-    """The container image of one kind: by digest where the lock has it, else by tag."""
+def image_key(kind: str, variant: str = "") -> str:
+    """The lock's key of an image: its kind, or `<kind>-<variant>` (ValueError if unknown)."""
     if kind not in IMAGE_KINDS:
         raise ValueError(f"unknown image kind {kind!r}; one of {IMAGE_KINDS}")
-    registry = os.environ.get("AUTOCOMP_IMAGE_REGISTRY", DEFAULT_REGISTRY).rstrip("/")
-    reference = f"{registry}/autocomp-{kind}:{image_tag()}"
-    locked = image_lock().get(kind)
+    if variant and (kind, variant) not in IMAGE_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r} of the {kind} image; one of "
+                         f"{[v for k, v in IMAGE_VARIANTS if k == kind]}")  # fmt: skip
+    return f"{kind}-{variant}" if variant else kind
+
+
+def image_keys() -> tuple[str, ...]:
+    """Every image the pipelines may name, as the lock keys it: each kind, then each variant."""
+    return (*IMAGE_KINDS, *(image_key(kind, variant) for kind, variant in IMAGE_VARIANTS))
+
+
+def tagged(key: str, registry: str, tag: str) -> str:
+    """The tag reference of the image a lock key names: `<registry>/autocomp-<kind>:<tag>`,
+    `-<variant>` appended to the tag for a variant (what `make images VARIANT=...` builds)."""
+    kind, variant = _split(key)
+    return f"{registry.rstrip('/')}/autocomp-{kind}:{tag}" + (f"-{variant}" if variant else "")
+
+
+def _split(key: str) -> tuple[str, str]:
+    for kind, variant in IMAGE_VARIANTS:
+        if key == image_key(kind, variant):
+            return kind, variant
+    return key, ""
+
+
+def key_of(reference: str) -> str | None:
+    """The lock key of an image reference that `image()` wrote (None: not an autocomp image)."""
+    name = reference.split("@")[0].rsplit("/", 1)[-1]
+    kind, _, tag = name.partition(":")
+    kind = kind.removeprefix("autocomp-")
+    if kind not in IMAGE_KINDS:
+        return None
+    variant = next((v for k, v in IMAGE_VARIANTS if k == kind and tag.endswith(f"-{v}")), "")
+    return image_key(kind, variant)
+
+
+def image(kind: str, variant: str = "") -> str:
+    """The container image of one kind (or its `variant`): by digest where the lock has it,
+    else by tag."""
+    key = image_key(kind, variant)
+    registry = os.environ.get("AUTOCOMP_IMAGE_REGISTRY", DEFAULT_REGISTRY)
+    reference = tagged(key, registry, image_tag())
+    locked = image_lock().get(key)
     if locked is None:
         return reference
     if locked["image"] != reference:
@@ -107,22 +151,33 @@ def check_cluster_images() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         locked = image_lock()
-    missing = [kind for kind in IMAGE_KINDS if kind not in locked]
+    missing = [key for key in image_keys() if key not in locked]
     if not missing:
         return
+    make = " and ".join(sorted({push_command(key) for key in missing}))
+    pins = (f"the image lock ({lock_path()}) pins no {', '.join(missing)} image" if locked
+            else f"no image lock ({lock_path()})")  # fmt: skip
     if not os.environ.get("AUTOCOMP_IMAGE_REGISTRY"):
         raise UsageError(
             "AUTOCOMP_IMAGE_REGISTRY", "(unset)",
-            f"no image lock ({lock_path()}) and no registry: the pipelines would name "
-            f"{DEFAULT_REGISTRY}/autocomp-{missing[0]}, which is not published; set it to the "
-            "registry you push to and run `make images push` (it writes the lock)",
+            f"{pins} and no registry: the pipelines would name "
+            f"{tagged(missing[0], DEFAULT_REGISTRY, image_tag())}, which is not published; set "
+            f"it to the registry you push to and run {make} (it writes the lock)",
         )  # fmt: skip
     if (git_commit() or "").endswith("-dirty"):
         raise UsageError(
             "image tag", image_tag(),
             "the image sources differ from the commit (a -dirty tag) and the lock pins no "
-            f"pushed image for {', '.join(missing)}; commit, then `make images push`",
+            f"pushed image for {', '.join(missing)}; commit, then {make}",
         )  # fmt: skip
+
+
+def push_command(key: str) -> str:
+    """The make command that builds and pushes the image of a lock key (and locks it)."""
+    kind, variant = _split(key)
+    if variant:
+        return f"`make images push IMAGES={kind} VARIANT={variant}`"
+    return "`make images push`"
 
 
 def references(spec: dict) -> list[str]:
@@ -131,16 +186,18 @@ def references(spec: dict) -> list[str]:
     return sorted({e["container"]["image"] for e in executors.values() if "container" in e})
 
 
-def placeholder(kind: str) -> str:
-    """The image a component is declared with: its kind only, resolved by `resolve`."""
-    if kind not in IMAGE_KINDS:
-        raise ValueError(f"unknown image kind {kind!r}; one of {IMAGE_KINDS}")
-    return UNRESOLVED.format(kind=kind)
+def placeholder(kind: str, variant: str = "") -> str:
+    """The image a component is declared with: its kind (and variant) only, resolved by
+    `resolve`."""
+    image_key(kind, variant)  # a known kind and variant, else ValueError
+    return UNRESOLVED.format(kind=kind) + (f"-{variant}" if variant else "")
 
 
 def resolve(reference: str) -> str:
-    """The real image for a placeholder (`placeholder(kind)`); any other reference unchanged."""
-    for kind in IMAGE_KINDS:
-        if reference == placeholder(kind):
-            return image(kind)
+    """The real image for a placeholder (`placeholder(kind, variant)`); any other reference
+    unchanged."""
+    for key in image_keys():
+        kind, variant = _split(key)
+        if reference == placeholder(kind, variant):
+            return image(kind, variant)
     return reference

@@ -22,11 +22,14 @@ def _models(path: str | Path | None = None) -> dict[str, Any]:
 
 
 def score_groups(path: str | Path | None = None) -> dict[ScoreClass, list[str]]:
-    """Every registered model by resource class, classes in GPU order."""
+    """Every registered model by resource class (GPUs x size, and the engine where it has an
+    image of its own: gpus.score_class), classes in GPU order."""
     groups: dict[ScoreClass, list[str]] = {}
     for entry in _models(path).values():
-        groups.setdefault(score_class(entry.gpus, entry.gpu_memory_gb), []).append(entry.name)
-    return dict(sorted(groups.items(), key=lambda kv: (kv[0].gpus, kv[0].gpu_gb)))
+        engine = entry.engine or entry.kind.default_engine
+        klass = score_class(entry.gpus, entry.gpu_memory_gb, engine)
+        groups.setdefault(klass, []).append(entry.name)
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0].gpus, kv[0].gpu_gb, kv[0].engine)))
 
 
 def in_all(path: str | Path | None = None) -> tuple[list[str], dict[str, str]]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from autocomp.pipelines import plumbing
-from autocomp.pipelines.cluster.images import resolve
+from autocomp.pipelines.cluster.images import placeholder, resolve
 from autocomp.pipelines.cluster.resources import ScoreClass, configure
 
 Body = Callable[[Mapping[str, Any]], Any]
@@ -77,18 +77,24 @@ class Build:
         self.cluster = cluster
         self.made: dict[tuple[int, str | None], Any] = {}
 
-    def component(self, component: Any, name: str | None = None) -> Any:
+    def component(
+        self, component: Any, name: str | None = None, image: tuple[str, str] | None = None
+    ) -> Any:
         """The component as this build uses it: a copy with its image resolved (cluster) and,
-        with `name`, a name of its own (its executor then carries only its own settings)."""
+        with `name`, a name of its own (its executor then carries only its own settings); with
+        `image` (kind, variant; only with `name`), that image instead of the one it declares
+        (a score class whose engine lives in another image: gpus.SCORE_IMAGES)."""
         key = (id(component), name)
         if key not in self.made:
             made = component
             if self.cluster or name:
                 made = copy.deepcopy(component)
+                container = made.component_spec.implementation.container
                 if name:
                     made.component_spec.name = name
+                    if image is not None:
+                        container.image = placeholder(*image)
                 if self.cluster:
-                    container = made.component_spec.implementation.container
                     container.image = resolve(container.image)
             self.made[key] = made
         return self.made[key]
@@ -102,12 +108,14 @@ class Build:
         display: str | None = None,
         score: ScoreClass | None = None,
         component_name: str | None = None,
+        image: tuple[str, str] | None = None,
         **inputs: Any,
     ) -> Any:
         """One task: `component` called with `inputs`, given the settings of `step`
-        (cluster.resources.STEPS; `score`: a score class's), shown as `display`."""
+        (cluster.resources.STEPS; `score`: a score class's), shown as `display`; `image`: see
+        `component`."""
         task = configure(
-            self.component(component, component_name)(**inputs),
+            self.component(component, component_name, image)(**inputs),
             step,
             score=score,
             cluster=self.cluster,

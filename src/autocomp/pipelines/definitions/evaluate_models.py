@@ -4,8 +4,9 @@ first) and commits its parts to the store as it writes them, so a retried or res
 resumes where the last one stopped; each class's collect step reads the published runs from
 the store (no `dsl.Collected`).
 
-Models are grouped into resource classes (GPU count x GPU memory, from the registry: see
-resources.score_class); each class is one sub-pipeline whose score steps run under
+Models are grouped into resource classes (GPU count x GPU memory, from the registry, and the
+engine where it lives in an image of its own: see gpus.score_class; a class's score steps run in
+its image, vLLM's in the caption image); each class is one sub-pipeline whose score steps run under
 `dsl.If(count > 0)`, so a class with no requested model schedules no pod at all (a run of
 `models=["clip-vit-b-16"]` never waits for a 4-GPU node). What each class holds and what "all"
 means are decided at compile time, so a model added to the registry needs no change here:
@@ -66,6 +67,7 @@ def score_group(b: Build, score: ScoreClass, members: list[str]) -> Any:
                     "score",
                     score=score,
                     component_name=f"score-{score.name}",
+                    image=score.image,  # its engine's image (vLLM: the caption image)
                     display=f"score-{score.name}",
                     model=item,
                     store=p["store"],
