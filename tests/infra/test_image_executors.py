@@ -207,6 +207,7 @@ def test_compiled_sample_and_negatives_run_in_the_image(compiled, container, vol
     assert all(len(r["swap_negatives"]) == math.factorial(r["n"]) - 1 for r in rows)
 
 
+@pytest.mark.slow  # the transformers engine runs the tiny chat model here
 @pytest.mark.skipif(not CAPTION_IMAGE, reason="AUTOCOMP_TEST_CAPTION_IMAGE names no built image")
 def test_compiled_caption_runs_vllm_in_the_caption_cpu_image(
     compiled, caption_container, volume, tmp_path
