@@ -142,10 +142,10 @@ def test_plan_names_the_engine_of_each_step(capsys):
     # the engine each entry names, else its backend's default (transformers: the shared-prefix
     # path; scoring/backends.py)
     assert engines["score-4x80gb"] == "transformers"
-    # an entry whose engine has an image of its own is a class of its own (gpus.SCORE_IMAGES)
+    # a tiny vLLM entry stays in its size's class (plan.score_groups), which names both engines
     tiny_vllm = capacity.plan("tiny", models=["tiny-qwen2.5-vl-vllm", "tiny-qwen2.5-vl"])
     scored = {s.step: s.engine for s in tiny_vllm.steps if s.step.startswith("score-")}
-    assert scored == {"score-cpu": "transformers", "score-cpu-vllm": "vllm"}
+    assert scored == {"score-cpu": "transformers, vllm"}
     assert engines["sample"] == engines["negatives"] == ""  # no model
     assert main(["plan", "--profile", "paper", "--count", "1000"]) == 0
     out = capsys.readouterr().out

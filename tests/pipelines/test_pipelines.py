@@ -241,10 +241,9 @@ def _score_classes(spec: dict, platform: dict) -> dict[str, dict]:
 def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(compiled):
     spec, platform = _docs(compiled / "evaluate_models.yaml")
     classes = _score_classes(spec, platform)
-    # score-cpu-vllm: the tiny vLLM entries (gpus.SCORE_IMAGES)
+    # no -vllm class: the tiny vLLM entries stay in score-cpu (plan.score_groups)
     assert set(classes) == {"score-cpu", "score-1x16gb", "score-1x24gb", "score-1x40gb",
-                            "score-2x80gb", "score-4x48gb", "score-4x80gb",
-                            "score-cpu-vllm"}  # fmt: skip
+                            "score-2x80gb", "score-4x48gb", "score-4x80gb"}  # fmt: skip
     for name, c in classes.items():
         # an empty class skips its whole sub-DAG: no pod, no 4-GPU node to wait for
         assert c["condition"].endswith("> 0") and "count" in c["condition"], name
@@ -272,28 +271,23 @@ def test_each_score_class_is_a_sub_pipeline_that_schedules_nothing_when_empty(co
 
 
 def test_each_score_class_runs_in_the_image_of_its_engine(compiled):
-    """vLLM lives in the caption image (its CPU variant for a class without GPUs): the class of
-    the tiny vLLM entries names the -cpu tag, every other class the gpu image; a class split by
-    engine keeps its size's resources."""
+    """The shipped registry's classes all run in the gpu image (its vLLM entries are tiny: they
+    stay in their size's class); each class's collect step in the core image."""
     from autocomp.pipelines.cluster.images import image
 
     spec, platform = _docs(compiled / "evaluate_models.yaml")
     classes = _score_classes(spec, platform)
-    for name, c in classes.items():
-        wanted = image("caption", "cpu") if name.endswith("-vllm") else image("gpu")
-        assert c["image"] == wanted, name
-    assert classes["score-cpu-vllm"]["image"].split("@")[0].endswith("-cpu")
-    same = {k: v for k, v in classes["score-cpu"].items() if k != "image"}
-    assert {k: v for k, v in classes["score-cpu-vllm"].items() if k != "image"} == same
+    assert {c["image"] for c in classes.values()} == {image("gpu")}
     # each class's collect step reads the store only: the core image, whatever the engine
     executors = spec["deploymentSpec"]["executors"]
     collects = [label for label in executors if label.startswith("exec-collect-scores")]
     assert collects and {executors[c]["container"]["image"] for c in collects} == {image("core")}
 
 
-def test_a_four_gpu_vllm_entry_is_a_class_of_its_own_in_the_caption_image(tmp_path):
-    """A registry whose only GPU vLLM entry needs 4 GPUs of 80 GB: `4x80gb-vllm`, the caption
-    image (not its CPU variant), the resources and placement of `4x80gb`."""
+def test_vllm_entries_are_classes_of_their_own_in_the_caption_image(tmp_path):
+    """A registry that adds a 4-GPU vLLM entry (80 GB GPUs) and a CPU one: `4x80gb-vllm` in the
+    caption image, `cpu-vllm` in its CPU variant, each with its size's resources and
+    placement."""
     import os
     import subprocess
     import sys
@@ -301,9 +295,13 @@ def test_a_four_gpu_vllm_entry_is_a_class_of_its_own_in_the_caption_image(tmp_pa
     from autocomp.pipelines.cluster.images import image
     from autocomp.scoring.registry import all_models
 
-    big = {**all_models()["qwen3.5-122b-a10b"].raw, "name": "big-vllm", "engine": "vllm"}
+    models = all_models()
+    big = {**models["qwen3.5-122b-a10b"].raw, "name": "big-vllm", "engine": "vllm"}
+    small = {**models["tiny-qwen2.5-vl"].raw, "name": "small-vllm", "engine": "vllm",
+             "weights": "Qwen/Qwen2.5-0.5B-Instruct", "model_class": "Qwen2ForCausalLM"}  # fmt: skip
+    small.pop("tiny_config", None)
     extra = tmp_path / "registry.yaml"
-    extra.write_text(yaml.safe_dump({"models": [big]}, sort_keys=False))
+    extra.write_text(yaml.safe_dump({"models": [big, small]}, sort_keys=False))
     out = tmp_path / "dist"
     env = {**os.environ, "AUTOCOMP_MODEL_REGISTRY": str(extra)}
     done = subprocess.run([sys.executable, "-m", "autocomp.cli.main", "compile", "--out", str(out)],
@@ -315,6 +313,10 @@ def test_a_four_gpu_vllm_entry_is_a_class_of_its_own_in_the_caption_image(tmp_pa
     assert vllm["image"] == image("caption") and plain["image"] == image("gpu")
     assert vllm["gpus"] == 4 and vllm["affinity"] == plain["affinity"] is not None
     assert (vllm["cpu"], vllm["memory"]) == (plain["cpu"], plain["memory"])
+    cpu, plain = classes["score-cpu-vllm"], classes["score-cpu"]
+    assert cpu["image"].split("@")[0].endswith("-cpu") and cpu["image"] == image("caption", "cpu")
+    assert {k: v for k, v in cpu.items() if k != "image"} == {
+        k: v for k, v in plain.items() if k != "image"}  # fmt: skip
 
 
 def test_selection_is_decided_at_compile_time(compiled):
@@ -373,7 +375,7 @@ def test_evaluate_models_fans_out_over_model_and_part_range(compiled):
             assert "parameterIterator" not in str(spec["components"][task["componentRef"]["name"]])
     from autocomp.pipelines.cluster.plan import score_groups
 
-    assert loops == len(score_groups()) == 8  # one loop per score class (cpu-vllm included)
+    assert loops == len(score_groups()) == 7  # one loop per score class
     collects = [t for c in spec["components"].values()
                 for t in c.get("dag", {}).get("tasks", {}).values()
                 if t["taskInfo"]["name"].startswith("collect")]  # fmt: skip

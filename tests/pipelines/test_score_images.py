@@ -1,7 +1,8 @@
 """The image each score class runs in: a model whose engine lives in an image of its own (vLLM:
 the caption image, and on a class without GPUs its CPU variant) forms classes of its own
 (`4x80gb-vllm`, `cpu-vllm`) with the same resources as its size; every other class runs in the
-gpu image. The variant's name is the tag `make images IMAGES=caption VARIANT=cpu` builds and
+gpu image. A tiny entry stays in its size's class (the tiny vLLM entries are the vllm lane's), so
+the shipped registry names no variant. The variant's name is the tag `make images IMAGES=caption VARIANT=cpu` builds and
 `make push` locks (images/imagetool.py keeps the same keys)."""
 
 from __future__ import annotations
@@ -25,20 +26,33 @@ TOOL = runpy.run_path(str(ROOT / "images" / "imagetool.py"))
 DIGEST = "sha256:" + "ef" * 32
 
 
-def test_vllm_entries_form_their_own_classes_in_the_caption_image():
-    groups = score_groups()
-    models = all_models()
-    for klass, members in groups.items():
+def _small_vllm() -> dict:
+    """A CPU vLLM entry that is not tiny (a text model from the hub): a `cpu-vllm` class."""
+    small = {**all_models()["tiny-qwen2.5-vl"].raw, "name": "small-vllm", "engine": "vllm",
+             "weights": "Qwen/Qwen2.5-0.5B-Instruct", "model_class": "Qwen2ForCausalLM"}  # fmt: skip
+    small.pop("tiny_config", None)
+    return small
+
+
+def test_vllm_entries_form_their_own_classes_in_the_caption_image(tmp_path):
+    path = tmp_path / "registry.yaml"
+    path.write_text(yaml.safe_dump({"models": [_small_vllm()]}, sort_keys=False))
+    groups = {k.name: (k, m) for k, m in score_groups(path).items()}  # that file's models
+    assert list(groups) == ["cpu-vllm"] and groups["cpu-vllm"][1] == ["small-vllm"]
+    assert groups["cpu-vllm"][0].image == ("caption", "cpu")
+    shipped, models = score_groups(), all_models()
+    for klass, members in shipped.items():
         engines = {models[m].engine or models[m].kind.default_engine for m in members}
-        if klass.engine:
-            assert engines == {"vllm"} and klass.name.endswith("-vllm"), klass
-            assert klass.image == (("caption", "cpu") if not klass.gpus else ("caption", ""))
-        else:
-            assert "vllm" not in engines and klass.image == ("gpu", ""), klass
-    vllm = {k.name: m for k, m in groups.items() if k.engine}
-    assert vllm == {"cpu-vllm": ["tiny-qwen2.5-vl-vllm", "tiny-llava-vllm"]}
-    # the CPU class of the default engines is unchanged
-    assert "tiny-qwen2.5-vl" in groups[ScoreClass(0, 0)]
+        assert klass.image == ("gpu", "") and not klass.engine, klass
+        if engines & {"vllm"}:  # only the tiny vLLM entries, in the CPU class
+            assert klass == ScoreClass(0, 0), klass
+    # the tiny vLLM entries stay in the CPU class of the default engines (the vllm lane's):
+    # the shipped registry names no image variant
+    tiny = shipped[ScoreClass(0, 0)]
+    assert {"tiny-qwen2.5-vl", "tiny-qwen2.5-vl-vllm", "tiny-llava-vllm"} <= set(tiny)
+    assert not any(k.engine for k in score_groups())
+    assert images.named_keys() == images.IMAGE_KINDS
+    assert images.named_keys(path) == (*images.IMAGE_KINDS, "caption-cpu")
 
 
 def test_a_class_split_by_engine_keeps_its_sizes_resources():
@@ -114,6 +128,10 @@ def test_compile_without_the_variant_in_the_lock_says_how_to_push_it(rule, monke
     tag = f"{__version__}-0123456789ab"
     rule.write_text(json.dumps({k: {"image": images.tagged(k, "r.test/ml", tag), "digest": DIGEST}
                                 for k in images.IMAGE_KINDS}))  # fmt: skip
+    images.check_cluster_images()  # the shipped registry names no variant: the three suffice
+    extra = rule.parent / "registry.yaml"
+    extra.write_text(yaml.safe_dump({"models": [_small_vllm()]}, sort_keys=False))
+    monkeypatch.setenv("AUTOCOMP_MODEL_REGISTRY", str(extra))  # a CPU vLLM entry: cpu-vllm
     with pytest.raises(UsageError) as refused:
         images.check_cluster_images()
     said = str(refused.value)

@@ -98,6 +98,15 @@ def image_keys() -> tuple[str, ...]:
     return (*IMAGE_KINDS, *(image_key(kind, variant) for kind, variant in IMAGE_VARIANTS))
 
 
+def named_keys(path: str | Path | None = None) -> tuple[str, ...]:
+    """The images the compiled pipelines name, as lock keys: every kind, and the variant of each
+    score class of the registry (`path`: a registry file of models added) that runs in one."""
+    from autocomp.pipelines.cluster.plan import score_groups
+
+    variants = sorted({klass.image for klass in score_groups(path) if klass.image[1]})
+    return (*IMAGE_KINDS, *(image_key(kind, variant) for kind, variant in variants))
+
+
 def tagged(key: str, registry: str, tag: str) -> str:
     """The tag reference of the image a lock key names: `<registry>/autocomp-<kind>:<tag>`,
     `-<variant>` appended to the tag for a variant (what `make images VARIANT=...` builds)."""
@@ -151,7 +160,7 @@ def check_cluster_images() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         locked = image_lock()
-    missing = [key for key in image_keys() if key not in locked]
+    missing = [key for key in named_keys() if key not in locked]
     if not missing:
         return
     make = " and ".join(sorted({push_command(key) for key in missing}))

@@ -26,7 +26,10 @@ def score_groups(path: str | Path | None = None) -> dict[ScoreClass, list[str]]:
     image of its own: gpus.score_class), classes in GPU order."""
     groups: dict[ScoreClass, list[str]] = {}
     for entry in _models(path).values():
-        engine = entry.engine or entry.kind.default_engine
+        # a tiny entry stays in its size's class: the tiny vLLM entries are the vllm lane's
+        # (`make test-vllm`), and a class of their own would make every cluster pipeline name
+        # the caption image's CPU variant (a 4 GB image, for test models)
+        engine = None if entry.is_tiny else (entry.engine or entry.kind.default_engine)
         klass = score_class(entry.gpus, entry.gpu_memory_gb, engine)
         groups.setdefault(klass, []).append(entry.name)
     return dict(sorted(groups.items(), key=lambda kv: (kv[0].gpus, kv[0].gpu_gb, kv[0].engine)))
