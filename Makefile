@@ -100,7 +100,9 @@ VLLM_STAMP := $(VLLM_ENV)/.installed
 VLLM_PINS  := images/constraints/caption-cpu.txt
 VLLM_TESTS := pytest==9.2.0 pytest-timeout==2.4.0 hypothesis==6.170.27
 VLLM_TORCH := torch==2.13.0 torchvision==0.28.0
-PYPI_ONLY  := --isolated $(if $(PIP_CERT),--cert $(PIP_CERT))
+# --isolated drops pip.conf's cert too: the environment's, else the system's CA bundle
+PYPI_CERT  := $(or $(PIP_CERT),$(wildcard /etc/ssl/certs/ca-certificates.crt))
+PYPI_ONLY  := --isolated $(if $(PYPI_CERT),--cert $(PYPI_CERT))
 
 $(VLLM_STAMP): $(VLLM_PINS)
 	$(PYTHON) -m venv $(VLLM_ENV)
