@@ -31,7 +31,7 @@ BENCH_COLUMNS = [
     "confusion_same_scene",
     "paired",
     "accepted",
-    "caption_status",  # "fallback": a Contextual sample with its Minimal twin's caption
+    "caption_status",  # the concept's; "fallback" on a Contextual row: its Minimal twin's caption
     "swap_in_confusion",  # Swap = Confusion when it covers every Confusion negative
 ]
 
