@@ -265,6 +265,51 @@ def test_a_score_step_commits_resumes_and_publishes_under_the_profile_policy(pro
     assert {"CopyObject", "DeleteObject"} <= {s[0] for s in profile.seen}
 
 
+@pytest.mark.slow
+@pytest.mark.infra
+@pytest.mark.parametrize("profile", ["2.15.0", "2.17.0"], indirect=True)
+def test_range_pods_and_their_merge_run_under_the_profile_policy(profile, tmp_path):
+    """evaluate_models with K = 2 ranges, as its pods run: each range pod glances at every part
+    (footers, id and candidate columns, ranged reads), verifies and streams its own, commits its
+    parts; collect's merge publishes the run. No request is refused, and the result is the one
+    pod's."""
+    import dataclasses
+
+    from autocomp.config import ScoreConfig
+    from autocomp.scoring import score
+    from autocomp.scoring.ranges import merge
+    from autocomp.scoring.registry import get_model
+    from autocomp.store.catalog.benchmarks import open_published
+    from autocomp.store.publish import publish_stage
+    from autocomp.store.stores import open_store
+
+    store = f"s3://mlpipeline/shared/ranges-{profile.release}"
+    bench = _benchmark(tmp_path)
+    publish_stage(bench, tmp_path / "render", tmp_path / "work", store, "b1")
+    config = ScoreConfig(device="cpu", max_candidates=20)
+    for k in (1, 2):
+        ranged = dataclasses.replace(config, part_range=f"{k}/2")
+        table = score(["tiny-clip"], open_published(store, "b1"), tmp_path / f"r{k}", ranged,
+                      store=store, results="results/b1")  # fmt: skip
+        assert table.num_rows == 0  # a range publishes nothing
+    assert merge(get_model("tiny-clip"), open_published(store, "b1"), config, store, "results/b1")
+    merged = open_store(store).manifest("results/b1/tiny-clip")
+    one = f"s3://mlpipeline/shared/one-{profile.release}"
+    publish_stage(bench, tmp_path / "render", tmp_path / "work1", one, "b1")
+    score(["tiny-clip"], open_published(one, "b1"), tmp_path / "one", config, store=one,
+          results="results/b1")  # fmt: skip
+    single = open_store(one).manifest("results/b1/tiny-clip")
+    assert merged is not None and single is not None
+
+    def predictions(manifest: dict) -> list[tuple[str, str]]:
+        return [(f["path"], f["sha256"]) for f in manifest["files"]
+                if f["path"].startswith("predictions/")]  # fmt: skip
+
+    assert predictions(single) and predictions(merged) == predictions(single)
+    assert profile.refused == []
+    assert "GetObject" in {s[0] for s in profile.seen}
+
+
 def _walk_stores() -> dict[str, str]:
     """Each walk-through of docs/cluster.md -> the store its commands name (`--param store=`)."""
     import re
