@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.infra.test_storage import s3_server  # noqa: F401  (the moto server fixture)
+from tests.score_steps import published, score_executor
 
 pytestmark = [pytest.mark.slow, pytest.mark.infra]
 
@@ -112,27 +113,9 @@ def _descends_from(pid: int, root: int) -> bool:
 def _score_process(model: str, root: int) -> int | None:
     """The pid of the kfp.local task scoring `model` under the process `root`, if one runs
     (only this test's own: another test's or another run's score step is never touched)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or not _descends_from(int(entry.name), root):
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        args = cmdline.split("\0")
-        if (
-            args[1:3] == ["-m", "kfp.dsl.executor_main"]  # the python, not its sh parent
-            and "--function_to_execute\0score\0" in cmdline + "\0"
-            and f'"{model}"' in cmdline
-        ):
-            return int(entry.name)
-    return None
-
-
-def _published(store, key: str) -> dict[str, bytes]:
-    manifest = store.manifest(key)
-    assert manifest is not None, key
-    return {f["path"]: store.read_bytes(f"{key}/{f['path']}") for f in manifest["files"]}
+    return score_executor(
+        lambda pid, cmdline: f'"{model}"' in cmdline and _descends_from(pid, root)
+    )
 
 
 def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(simulated, tmp_path):
@@ -140,7 +123,7 @@ def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(sim
 
     out, uri, figures = simulated
     store, name, model = open_store(uri), figures["name"], "tiny-clip"
-    reference = _published(store, f"results/{name}/{model}")  # the uninterrupted run's
+    reference = published(store, f"results/{name}/{model}")  # the uninterrupted run's
     assert len([p for p in reference if p.startswith("predictions/")]) > 10
     store.delete(f"results/{name}")
     store.delete("work/score")
@@ -173,5 +156,5 @@ def test_a_killed_score_step_resumes_exactly_and_scores_only_what_is_missing(sim
     parts = int(note.split("resuming after ")[1].split()[0])
     total = len([p for p in reference if p.startswith("predictions/")])
     assert parts in (killed, killed + 1) and parts < total, note  # a commit may end as we kill
-    assert _published(store, f"results/{name}/{model}") == reference
+    assert published(store, f"results/{name}/{model}") == reference
     assert store.list("work/score") == []  # the parts are cleared once the run is published

@@ -12,6 +12,7 @@ import yaml
 from autocomp.cli.main import main
 from tests.infra.test_storage import s3_env, s3_server  # noqa: F401  (moto_server fixtures)
 from tests.pipelines.kfp_standin import KfpStandIn
+from tests.score_steps import published, score_executor
 
 pytestmark = pytest.mark.slow
 
@@ -180,26 +181,8 @@ def _benchmark(folder, store: str, name: str) -> None:
 
 
 def _score_process(run_root) -> int | None:
-    """The pid of the score step's executor (the python, not its sh parent) of one run."""
-    from pathlib import Path
-
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        args = cmdline.split("\0")
-        if (args[1:3] == ["-m", "kfp.dsl.executor_main"]
-                and "--function_to_execute\0score\0" in cmdline + "\0"
-                and str(run_root) in cmdline):  # fmt: skip
-            return int(entry.name)
-    return None
-
-
-def _published(store, key: str) -> dict[str, bytes]:
-    manifest = store.manifest(key)
-    assert manifest is not None, key
-    return {f["path"]: store.read_bytes(f"{key}/{f['path']}") for f in manifest["files"]}
+    """The pid of the score step's executor of one run (its root on the command line)."""
+    return score_executor(lambda _, cmdline: str(run_root) in cmdline)
 
 
 @pytest.mark.timeout(2400)  # three runs of evaluate_models through kfp.local
@@ -237,7 +220,7 @@ def test_a_score_step_killed_with_sigkill_is_resumed_by_retry_to_the_uninterrupt
             main(["submit", *base, "--pipeline", "evaluate_models", "--name", "ref", *params]) == 0
         )
         assert api.execute(api.runs[-1])["state"] == "SUCCEEDED"
-        reference = _published(store, f"results/{name}/{model}")
+        reference = published(store, f"results/{name}/{model}")
         assert len([p for p in reference if p.startswith("predictions/")]) > 4
         store.delete(f"results/{name}")
         # the same run again, its score pod lost half-way: SIGKILL once two parts are committed
@@ -267,7 +250,7 @@ def test_a_score_step_killed_with_sigkill_is_resumed_by_retry_to_the_uninterrupt
         said = capsys.readouterr().out.splitlines()  # with kfp.local's log of the retried run
         assert any(line.startswith(f"run {run['run_id']}: retried") for line in said)
         assert run["state"] == "SUCCEEDED" and run["retries"] == 1 and len(api.runs) == 2
-        assert _published(store, f"results/{name}/{model}") == reference
+        assert published(store, f"results/{name}/{model}") == reference
         assert store.list("work/score") == []  # the parts are cleared once the run is published
     finally:
         api.close()
